@@ -105,3 +105,40 @@ def rdp_epsilon(curve, delta: float, lo: float = 1.0001, hi: float = 1e4) -> mpm
         else:
             a = c
     return f((a + b) / 2)
+
+
+def discrete_laplace_epsilon(scale: float, shift: int, count: int, delta: float) -> mpmath.mpf:
+    """ε(δ) of ``count`` releases of DLap(0, t) vs DLap(shift, t), by exact enumeration.
+
+    Independent of the library: the loss atoms are enumerated from the two-sided geometric
+    probabilities, convolved exactly in 30-digit arithmetic, and δ(ε) is bisected.
+    """
+    with mpmath.workdps(30):
+        t = mpmath.mpf(scale)
+        r = mpmath.e ** (-1 / t)
+        c = (1 - r) / (1 + r)
+        # loss in units of 1/t: x ≤ 0 → shift; x ≥ shift → −shift; else shift − 2x
+        atoms: dict[int, mpmath.mpf] = {shift: 1 / (1 + r), -shift: r**shift / (1 + r)}
+        for x in range(1, shift):
+            atoms[shift - 2 * x] = atoms.get(shift - 2 * x, 0) + c * r**x
+        dist: dict[int, mpmath.mpf] = {0: mpmath.mpf(1)}
+        for _ in range(count):
+            nxt: dict[int, mpmath.mpf] = {}
+            for loss, p in dist.items():
+                for a, pa in atoms.items():
+                    nxt[loss + a] = nxt.get(loss + a, 0) + p * pa
+            dist = nxt
+
+        def delta_at(eps: mpmath.mpf) -> mpmath.mpf:
+            return mpmath.fsum(
+                p * (1 - mpmath.e ** (eps - loss / t)) for loss, p in dist.items() if loss / t > eps
+            )
+
+        lo, hi = mpmath.mpf(0), mpmath.mpf(count * shift) / t
+        for _ in range(100):
+            mid = (lo + hi) / 2
+            if delta_at(mid) > delta:
+                lo = mid
+            else:
+                hi = mid
+        return hi

@@ -19,11 +19,41 @@ from __future__ import annotations
 
 import abc
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 
-__all__ = ["GaussianPair", "LaplacePair", "Pair", "RRPair", "SubsampledPair"]
+__all__ = [
+    "AtomsPair",
+    "GaussianPair",
+    "LaplacePair",
+    "MonotoneLoss",
+    "Pair",
+    "RRPair",
+    "SubsampledPair",
+    "discrete_laplace_pair",
+]
+
+
+@dataclass(frozen=True)
+class MonotoneLoss:
+    """The loss as a smooth monotone function of an output x with a smooth Q-density.
+
+    Lets the connect-the-dots masses be computed as integrals of non-negative functions
+    (no differences of nearly equal numbers); see :func:`dpledger.accountant.pld`.
+    """
+
+    loss: Callable[[np.ndarray], np.ndarray]  # L(x)
+    inverse: Callable[[np.ndarray], np.ndarray]  # x(ℓ) (±inf outside the loss range)
+    q_density: Callable[[np.ndarray], np.ndarray]  # density of x under Q
+    x_range: tuple[float, float]  # Q-mass outside is below 1e-300
+    increasing: bool
+
+
+def _normal_pdf(x: np.ndarray) -> np.ndarray:
+    return np.asarray(np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))
 
 
 class Pair(abc.ABC):
@@ -32,6 +62,10 @@ class Pair(abc.ABC):
     infinite_mass: float = 0.0
     #: (lowest, highest) finite loss value (may be ±inf)
     support: tuple[float, float] = (-math.inf, math.inf)
+
+    def monotone(self) -> MonotoneLoss | None:
+        """The loss as a monotone function of a smooth output, where it is one."""
+        return None
 
     @abc.abstractmethod
     def hockey(self, eps: np.ndarray) -> np.ndarray:
@@ -51,6 +85,17 @@ class GaussianPair(Pair):
 
     def __init__(self, mu: float) -> None:
         self.mu = mu
+
+    def monotone(self) -> MonotoneLoss:
+        # Q = N(0, 1), L(x) = μx − μ²/2
+        mu = self.mu
+        return MonotoneLoss(
+            loss=lambda x: mu * x - mu * mu / 2,
+            inverse=lambda t: (t + mu * mu / 2) / mu,
+            q_density=_normal_pdf,
+            x_range=(-38.5, 38.5),
+            increasing=True,
+        )
 
     def hockey(self, eps: np.ndarray) -> np.ndarray:
         mu = self.mu
@@ -148,6 +193,49 @@ class RRPair(Pair):
         return sum(np.where(loss >= t, q, 0.0) for loss, _, q in self._atoms())  # type: ignore[return-value]
 
 
+class AtomsPair(Pair):
+    """A pair with finitely many loss values: (loss, P-mass, Q-mass) atoms."""
+
+    def __init__(self, atoms: list[tuple[float, float, float]]) -> None:
+        self.atoms = atoms
+        losses = [loss for loss, _, _ in atoms]
+        self.support = (min(losses), max(losses))
+
+    def hockey(self, eps: np.ndarray) -> np.ndarray:
+        eps = np.asarray(eps, dtype=float)
+        out = np.zeros_like(eps)
+        for loss, p_mass, _ in self.atoms:
+            out = out + p_mass * np.clip(-np.expm1(eps - loss), 0.0, None)
+        return np.asarray(np.clip(out, 0.0, 1.0))
+
+    def p_at_least(self, t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        return sum(np.where(loss >= t, p, 0.0) for loss, p, _ in self.atoms)  # type: ignore[return-value]
+
+    def q_at_least(self, t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        return sum(np.where(loss >= t, q, 0.0) for loss, _, q in self.atoms)  # type: ignore[return-value]
+
+
+def discrete_laplace_pair(scale: float, shift: int) -> AtomsPair:
+    """DLap(0, t) vs DLap(shift, t) on the integers, P[x] ∝ e^{−|x|/t}.
+
+    The loss (|x − s| − |x|)/t is s/t for x ≤ 0, (s − 2x)/t for 0 < x < s and −s/t for
+    x ≥ s. A one-dimensional integer shift is attainable by any integer statistic whose
+    sensitivity is at least ``shift``, so this pair gives *lower* bounds for the discrete
+    Laplace mechanism (its upper bounds use the ε-DP worst case, randomized response).
+    """
+    if shift <= 0:
+        return AtomsPair([(0.0, 1.0, 1.0)])
+    r = math.exp(-1.0 / scale)
+    c = (1 - r) / (1 + r)  # P[X = x] = c·r^{|x|}
+    end = 1 / (1 + r)  # P[X ≤ 0] = P[X ≥ 0]
+    far = math.exp(-shift / scale) / (1 + r)  # P[X ≥ s] = P[X ≤ −s]
+    atoms = [(shift / scale, end, far), (-shift / scale, far, end)]
+    atoms += [((shift - 2 * x) / scale, c * r**x, c * r ** (shift - x)) for x in range(1, shift)]
+    return AtomsPair(atoms)
+
+
 class SubsampledPair(Pair):
     """Poisson subsampling with rate γ of a symmetric base pair (A, B), one direction.
 
@@ -161,6 +249,40 @@ class SubsampledPair(Pair):
         self.base, self.rate, self.direction = base, rate, direction
         edge = math.log1p(-rate) if rate < 1 else -math.inf
         self.support = (edge, math.inf) if direction == "remove" else (-math.inf, -edge)
+
+    def monotone(self) -> MonotoneLoss | None:
+        # Gaussian base only: A = N(μ, 1), B = N(0, 1), v(x) = μx − μ²/2 = L_AB(x) and
+        # log(1 − γ + γe^v) = log1p(γ·expm1(v)).
+        if not isinstance(self.base, GaussianPair):
+            return None
+        mu, g = self.base.mu, self.rate
+
+        def mixed(x: np.ndarray) -> np.ndarray:
+            return np.asarray(np.log1p(g * np.expm1(mu * x - mu * mu / 2)))
+
+        def v_of(s: np.ndarray) -> np.ndarray:
+            # the v with log(1 − γ + γe^v) = s; −inf where s ≤ log(1 − γ)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                inner = np.expm1(s) / g
+                out = np.where(inner > -1, np.log1p(np.maximum(inner, -1.0)), -np.inf)
+            return np.asarray(out)
+
+        x_range = (-38.5, mu + 38.5)
+        if self.direction == "remove":  # Q = B
+            return MonotoneLoss(
+                loss=mixed,
+                inverse=lambda t: (v_of(t) + mu * mu / 2) / mu,
+                q_density=_normal_pdf,
+                x_range=x_range,
+                increasing=True,
+            )
+        return MonotoneLoss(  # Q = (1 − γ)B + γA, L = −log(1 − γ + γe^v)
+            loss=lambda x: -mixed(x),
+            inverse=lambda t: (v_of(-t) + mu * mu / 2) / mu,
+            q_density=lambda x: (1 - g) * _normal_pdf(x) + g * _normal_pdf(x - mu),
+            x_range=x_range,
+            increasing=False,
+        )
 
     def hockey(self, eps: np.ndarray) -> np.ndarray:
         g = self.rate
