@@ -30,6 +30,22 @@ def test_reference_dpsgd():
     assert acc.epsilon(DPSGD, 1e-5) == eps  # auto picks PLD here
 
 
+@pytest.mark.parametrize(
+    ("event", "delta", "reference", "width"),
+    [
+        (DPSGD, 1e-5, 5.192584, 0.035),
+        (DPSGD_SMALL, 1e-5, 1.1610147, 0.02),
+        (ev.Laplace(1.0) * 100, 1e-6, 71.5460037, 0.002),
+        (ev.PureDP(1.0) * 100, 1e-6, 83.53070168, 0.002),
+    ],
+)
+def test_bracket_is_narrow(event, delta, reference, width):
+    """The lower end corrects the rounding bias (Hoeffding): far tighter than count·h/2."""
+    lower, upper = epsilon_bounds(event, delta)
+    assert lower <= reference <= upper
+    assert upper - lower <= width
+
+
 def test_reference_dpsgd_small_rate():
     eps = acc.epsilon(DPSGD_SMALL, 1e-5, method="pld")
     assert 1.1610147 <= eps <= 1.1610147 + 4e-5

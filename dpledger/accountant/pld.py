@@ -53,6 +53,7 @@ from dpledger._validation import check_int_at_least, check_positive, check_proba
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.accountant._pairs import (
+    AtomsPair,
     GaussianPair,
     LaplacePair,
     MonotoneLoss,
@@ -78,6 +79,8 @@ class _Discrete:
     start: int
     masses: np.ndarray
     infinite: float
+    #: lower-bound PLDs only: E_P[min(L − L′, h)] for the rounded-down loss L′ (0 if unknown)
+    offset: float = 0.0
 
 
 def _grid_range(pair: Pair, h: float) -> tuple[int, int]:
@@ -204,9 +207,13 @@ def _optimistic_monotone(shape: MonotoneLoss, j0: int, j1: int, h: float) -> _Di
     n = len(nodes.eps)
     keep = nodes.cell >= 0
     with np.errstate(over="ignore"):
-        p_rows = np.einsum("ij,ij->i", nodes.w[keep], np.exp(nodes.loss[keep]))
+        p_nodes = nodes.w[keep] * np.exp(nodes.loss[keep])
+        p_rows = p_nodes.sum(axis=1)
+        rounded = nodes.eps[nodes.cell[keep]][:, None]
+        offsets = np.clip(nodes.loss[keep] - rounded, 0.0, h)
+        offset = float(np.nansum(p_nodes * offsets))
     masses = np.bincount(nodes.cell[keep], p_rows, n)
-    return _Discrete(j0, np.nan_to_num(masses, posinf=0.0), 0.0)
+    return _Discrete(j0, np.nan_to_num(masses, posinf=0.0), 0.0, offset)
 
 
 def connect_the_dots(pair: Pair, h: float) -> _Discrete:
@@ -239,7 +246,18 @@ def optimistic(pair: Pair, h: float) -> _Discrete:
     at_least = pair.p_at_least(edges)
     masses = np.clip(-np.diff(at_least), 0.0, None)
     masses[-1] += float(at_least[-1])  # mass above the range: rounded down to the top point
-    return _Discrete(j0, masses, pair.infinite_mass)
+    offset = 0.0  # E_P[min(L − L′, h)], known exactly for finitely many atoms
+    atoms = pair.atoms if isinstance(pair, AtomsPair) else None
+    if isinstance(pair, RRPair):
+        atoms = pair._atoms()
+    for loss, p_mass, _ in atoms or ():
+        index = min(max(math.floor(loss / h), j0), j1)
+        while index > j0 and index * h > loss:  # the grid point the mass went to
+            index -= 1
+        while index < j1 and (index + 1) * h <= loss:
+            index += 1
+        offset += p_mass * min(max(loss - index * h, 0.0), h)
+    return _Discrete(j0, masses, pair.infinite_mass, offset)
 
 
 def _pairs(atom: ev.Event, kind: str = "upper") -> list[Pair]:
@@ -347,6 +365,8 @@ class _Composition:
     tail_p: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     tail_q: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     tail_noise: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    offset_mean: float = 0.0  # Σ kᵢ·E_P[min(L − L′, h)] of the rounded-down releases
+    steps: int = 0  # Σ kᵢ
 
     @staticmethod
     def build(
@@ -357,6 +377,8 @@ class _Composition:
         lower: float,
         noise: np.ndarray,
         h: float,
+        offset_mean: float = 0.0,
+        steps: int = 0,
     ) -> _Composition:
         """``noise``: the rounding-error guard of each grid point (or one for all)."""
         losses = (start + np.arange(len(masses))) * h
@@ -371,9 +393,38 @@ class _Composition:
         else:
             with np.errstate(over="ignore", invalid="ignore"):
                 tail_noise = np.cumsum(noise[::-1])[::-1]
-        return _Composition(start, masses, infinite, upper, lower, h, tail_p, tail_q, tail_noise)
+        return _Composition(
+            start,
+            masses,
+            infinite,
+            upper,
+            lower,
+            h,
+            tail_p,
+            tail_q,
+            tail_noise,
+            offset_mean,
+            steps,
+        )
 
-    def delta(self, epsilon: float, kind: str) -> float:
+    def delta(self, epsilon: float, kind: str, eta: float = 0.0) -> float:
+        """δ̄(ε) (``kind="upper"``) or δ̲(ε) (``"lower"``).
+
+        For the lower bound, ``eta`` > 0 adds the rounding correction: the losses were
+        rounded down by Rᵢ ∈ [0, h], independent across releases with known means, so by
+        Hoeffding's inequality ΣRᵢ ≥ c = ΣE[Rᵢ] − h√(K ln(1/η)/2) except with probability
+        η; on that event the true composed loss exceeds the grid one by c, hence
+        δ(ε) ≥ δ̲_grid(ε − c) − η. The larger of this and δ̲_grid(ε) is returned.
+        """
+        plain = self._delta(epsilon, kind)
+        if kind != "lower" or eta <= 0 or self.offset_mean <= 0:
+            return plain
+        c = self.offset_mean - self.h * math.sqrt(self.steps * math.log(1 / eta) / 2)
+        if c <= 0:
+            return plain
+        return max(plain, self._delta(epsilon - c, kind) - eta)
+
+    def _delta(self, epsilon: float, kind: str) -> float:
         # first window index with loss > ε
         j = max(0, math.floor(epsilon / self.h) - self.start + 1)
         while j > 0 and (self.start + j - 1) * self.h > epsilon:
@@ -498,7 +549,12 @@ def _compose(
     top = (start + size - 1) * h
     upper = float(np.exp(np.min(up - _LAMBDAS * top)))
     lower = float(np.exp(np.min(down + _LAMBDAS * start * h)))
-    return _Composition.build(start, composed, infinite, upper, lower, point_noise, h)
+    # (1 − 1e-9): the quadrature behind each mean is accurate to ~1e-10 relative
+    offset_mean = math.fsum(k * d.offset for d, k in parts) * (1 - 1e-9)
+    steps = sum(k for _, k in parts)
+    return _Composition.build(
+        start, composed, infinite, upper, lower, point_noise, h, offset_mean, steps
+    )
 
 
 def _window_tail_for(delta: float) -> float:
@@ -575,7 +631,9 @@ class PLDSummary(Summary):
         if not self.releases:
             return (0.0, 0.0)
         upper = self.delta(epsilon)
-        lower = max(c.delta(epsilon, "lower") for c in self._directions("lower", 1e-16))
+        directions = self._directions("lower", 1e-16)
+        rough = max(c.delta(epsilon, "lower") for c in directions)
+        lower = max(c.delta(epsilon, "lower", 1e-3 * rough) for c in directions)
         return (min(lower, upper), upper)
 
     def delta(self, epsilon: float) -> float:
@@ -607,8 +665,10 @@ class PLDSummary(Summary):
 
     @staticmethod
     def _solve_epsilon(directions: list[_Composition], delta: float, kind: str) -> float:
+        eta = 1e-3 * delta  # the lower bound's Hoeffding failure probability
+
         def excess(eps: float) -> float:
-            achieved = max(c.delta(eps, kind) for c in directions)
+            achieved = max(c.delta(eps, kind, eta) for c in directions)
             return achieved - delta if achieved > delta else min(achieved - delta, 0.0)
 
         if excess(0.0) <= 0:

@@ -1,5 +1,42 @@
-"""Auditing privacy claims (not yet implemented).
+"""Auditing privacy claims.
 
-Planned: white-box checking of declared pipelines (``check_claim``) and black-box
-statistical lower bounds on ε (``estimate_epsilon``). See the issue "Audit".
+* White-box: :func:`check_claim` recomputes a declared pipeline's guarantee (TOML or a
+  dict: see :mod:`dpledger.audit.pipeline`) with tight accounting and gives a verdict
+  with the reasons (:class:`AuditReport`).
+* Black-box: :func:`estimate_epsilon` runs a mechanism on two neighbouring inputs and
+  returns a lower bound on its ε that holds with a stated confidence.
+
+Example:
+    >>> from dpledger.audit import check_claim
+    >>> report = check_claim({
+    ...     "claim": {"epsilon": 1.0, "delta": 1e-5, "adjacency": "add_remove"},
+    ...     "release": [{"mechanism": "gaussian", "sigma": 3.8, "sensitivity": 1.0}],
+    ... })
+    >>> report.verdict
+    'holds'
 """
+
+from dpledger.audit.blackbox import EpsilonEstimate, estimate_epsilon
+from dpledger.audit.check import VERDICTS, AuditReport, check_claim
+from dpledger.audit.pipeline import (
+    Claim,
+    Pipeline,
+    PipelineError,
+    Release,
+    load_pipeline,
+    parse_pipeline,
+)
+
+__all__ = [
+    "VERDICTS",
+    "AuditReport",
+    "Claim",
+    "EpsilonEstimate",
+    "Pipeline",
+    "PipelineError",
+    "Release",
+    "check_claim",
+    "estimate_epsilon",
+    "load_pipeline",
+    "parse_pipeline",
+]
