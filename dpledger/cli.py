@@ -11,6 +11,11 @@ Example::
     dpledger account gaussian --sigma 5 --count 100 --delta 1e-5
     dpledger account gaussian --sigma 1.1 --sampling-rate 0.01 --count 10000 --delta 1e-5
     dpledger account laplace --scale 1 --count 100 --delta 1e-6
+    dpledger audit examples/audits/dpsgd.toml --plot dpsgd.png
+
+``dpledger audit PIPELINE.toml`` checks a declared pipeline's claim (see
+:mod:`dpledger.audit`): exit status 0 if the claim is certified, 1 if it is not
+(violated, not certified, unsupported), 2 on an error.
 """
 
 from __future__ import annotations
@@ -118,6 +123,27 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    """Print the audit report; exit 0 if the claim is certified, else 1 (errors: 2)."""
+    import json
+
+    from dpledger.audit import check_claim, load_pipeline
+
+    pipeline = load_pipeline(args.pipeline)
+    report = check_claim(pipeline, args.epsilon, args.delta, loose_ratio=args.loose_ratio)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(report.format())
+    if args.plot:
+        from dpledger.audit.plot import plot_privacy_curve
+
+        written = plot_privacy_curve(report, args.plot)
+        if not args.json:
+            print(f"\nplot written to {written}")
+    return 0 if report.holds else 1
+
+
 def _short(event: ev.Event, width: int = 46) -> str:
     text = repr(event)
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -187,6 +213,17 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--sampling-rate", type=float, default=None, help="Poisson rate")
     cal.add_argument("--method", default="auto", choices=accountant.METHODS)
     cal.set_defaults(handler=_calibrate)
+
+    aud = commands.add_parser("audit", help="check a declared pipeline's privacy claim")
+    aud.add_argument("pipeline", help="the pipeline declaration (TOML)")
+    aud.add_argument("--plot", metavar="FILE.png", default=None, help="draw δ(ε), claim marked")
+    aud.add_argument("--json", action="store_true", help="print the report as JSON")
+    aud.add_argument("--epsilon", type=float, default=None, help="override the claimed ε")
+    aud.add_argument("--delta", type=float, default=None, help="override the claimed δ")
+    aud.add_argument(
+        "--loose-ratio", type=float, default=0.8, help="'holds loosely' below this × claim"
+    )
+    aud.set_defaults(handler=_audit)
 
     led = commands.add_parser("ledger", help="inspect a ledger file")
     led_commands = led.add_subparsers(dest="ledger_command", required=True)

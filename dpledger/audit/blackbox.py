@@ -5,12 +5,13 @@ P[M(D) ∈ E] ≤ e^ε P[M(D′) ∈ E] + δ. So any event with p = P[M(D) ∈ E
 q = P[M(D′) ∈ E] proves ε ≥ log((p − δ)/q). :func:`estimate_epsilon` estimates p and q
 by running the mechanism, and certifies the bound with exact Clopper–Pearson intervals:
 
-1. the samples of each side are split at random into a *selection* part (one third by
+1. the samples of each side are split at random into a *selection* part (half by
    default) and a *certification* part;
 2. on the selection part, candidate events — thresholds on every output coordinate,
    equality events on discrete coordinates, and their combinations (a discrete coordinate
    equal to a value *and* a threshold on another) — are scored in both directions (D over
-   D′ and D′ over D), and the best is chosen;
+   D′ and D′ over D) by the bound they would certify, penalised for their selection
+   noise, and the best is chosen;
 3. on the certification part, which played no role in the choice, the event's counts give a
    one-sided lower Clopper–Pearson bound p̲ on p and an upper one q̄ on q, each at level
    1 − α/2; with probability at least 1 − α both hold, and then ε ≥ log((p̲ − δ)/q̄).
@@ -114,6 +115,26 @@ def _bound(p_lo: float, q_hi: float, delta: float) -> float:
 
 
 Mask = Callable[[np.ndarray], np.ndarray]
+
+
+_PENALTY = 3.0
+
+
+def _score(kp: float, kq: float, m: int, n: int, alpha: float, delta: float) -> float:
+    """How well an event is expected to certify, judged on the selection samples.
+
+    The bound the event would certify at the certification sample size, minus three
+    standard errors of the selection estimate of log(p/q): many candidate events are
+    compared, and without the penalty the winner is too often a rare event whose ratio
+    looked large by chance (the winner's curse) and then certifies little.
+    """
+    predicted = _bound(
+        _cp_lower(kp * n / m, n, alpha / 2), _cp_upper(kq * n / m, n, alpha / 2), delta
+    )
+    if kp <= 0 or kq <= 0:
+        return predicted
+    spread = math.sqrt((1 - kp / m) / kp + (1 - kq / m) / kq)
+    return predicted - _PENALTY * spread
 
 
 class _Event:
@@ -244,7 +265,7 @@ def estimate_epsilon(
     confidence: float = 0.95,
     delta: float = 0.0,
     rng: np.random.Generator | None = None,
-    selection_fraction: float = 1 / 3,
+    selection_fraction: float = 0.5,
     progress: bool | None = None,
 ) -> EpsilonEstimate:
     """A lower bound on the ε of ``mechanism``, certified with probability ``confidence``.
@@ -311,10 +332,7 @@ def estimate_epsilon(
         )
         for forward in (True, False):
             kp, kq = (ka, kb) if forward else (kb, ka)
-            # predicted certified bound at the certification sample size
-            score = _bound(
-                _cp_lower(kp * n / m, n, alpha / 2), _cp_upper(kq * n / m, n, alpha / 2), delta
-            )
+            score = _score(kp, kq, m, n, alpha, delta)
             if best is None or score > best[0]:
                 best = (score, event, forward)
     resolution = _cp_upper(0, n, alpha / 2)

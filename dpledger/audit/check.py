@@ -37,6 +37,7 @@ from typing import Any
 from dpledger import accountant
 from dpledger.accountant import events as ev
 from dpledger.accountant.advanced import advanced_composition
+from dpledger.accountant.pld import PLDSummary
 from dpledger.audit.pipeline import Claim, Pipeline, Release, load_pipeline, parse_pipeline
 from dpledger.errors import InvalidArgumentError, NotApplicableError
 
@@ -422,7 +423,13 @@ def _delta_curve(event: ev.Event, epsilons: list[float]) -> list[float]:
             break
     if not summaries:
         raise NotApplicableError(f"no accounting method applies to {event!r}")
-    return [min(s.delta(e) for s in summaries) for e in epsilons]
+    curves = []
+    for summary in summaries:
+        if isinstance(summary, PLDSummary):
+            curves.append(summary.delta_curve(epsilons))
+        else:
+            curves.append([summary.delta(e) for e in epsilons])
+    return [min(values) for values in zip(*curves, strict=True)]
 
 
 # ------------------------------------------------------------------------ check
@@ -549,7 +556,8 @@ def _judge_dp(report: AuditReport, event: ev.Event, claim: Claim, loose_ratio: f
     report.delta = accountant.delta(event, claim.epsilon)
     report.margin = claim.epsilon - upper if math.isfinite(upper) else -math.inf
     report.epsilon_lower = _lower_epsilon(event, claim.delta, upper)
-    if upper <= claim.epsilon:
+    # either certified comparison proves the claim (δ at the claimed ε avoids rounding ε up)
+    if upper <= claim.epsilon or report.delta <= claim.delta:
         loose = upper < loose_ratio * claim.epsilon
         report.verdict = "holds_loosely" if loose else "holds"
     elif report.epsilon_lower is not None and report.epsilon_lower > claim.epsilon:

@@ -1,0 +1,133 @@
+"""Black-box auditing: certified lower bounds on ε from samples (issue: Audit)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpledger import mechanisms
+from dpledger.audit import estimate_epsilon
+from dpledger.errors import InvalidArgumentError
+
+
+def laplace(scale):
+    return lambda x, rng: x + rng.laplace(scale=scale)
+
+
+def test_correct_laplace_is_never_flagged():
+    """Laplace with ε = 0.1 (scale 10): over 20 seeded runs the bound never exceeds 0.1."""
+    bounds = [
+        estimate_epsilon(
+            laplace(10.0), 0.0, 1.0, samples=10_000, rng=np.random.default_rng(seed)
+        ).epsilon
+        for seed in range(20)
+    ]
+    assert max(bounds) <= 0.1
+    assert all(b >= 0 for b in bounds)
+
+
+def test_laplace_with_half_the_scale_is_flagged():
+    """Scale 5 claimed at ε = 0.1 (true ε = 0.2), 10,000 samples per side: flagged in at
+    least 9 of 10 seeded runs (the test's power is ~97%: 39 of 40 seeds in a sweep)."""
+    estimates = [
+        estimate_epsilon(laplace(5.0), 0.0, 1.0, samples=10_000, rng=np.random.default_rng(seed))
+        for seed in range(10)
+    ]
+    assert sum(est.flags(0.1) for est in estimates) >= 9
+    assert all(est.epsilon <= 0.2 for est in estimates)  # lower bounds on the true ε
+    assert all("output[0]" in est.event for est in estimates)
+    assert estimates[0].certification_samples == 5000
+
+
+def noisy_max(return_value):
+    """Report-noisy-max over 10 counts with Laplace(2/ε) noise, ε = 1."""
+
+    def run(counts, rng):
+        noisy = np.asarray(counts, dtype=float) + rng.laplace(scale=2.0, size=len(counts))
+        i = int(np.argmax(noisy))
+        return (i, noisy[i]) if return_value else i
+
+    return run
+
+
+def test_report_noisy_max_returning_the_value_is_flagged():
+    data, neighbour = [0] * 10, [1] * 10  # every count moves by 1
+    est = estimate_epsilon(
+        noisy_max(True), data, neighbour, samples=10_000, rng=np.random.default_rng(7)
+    )
+    assert est.flags(1.0), str(est)
+    assert "output[1]" in est.event  # the leak is in the returned value
+
+
+def test_report_noisy_max_returning_only_the_index_is_not_flagged():
+    data, neighbour = [0] * 10, [1] * 10
+    est = estimate_epsilon(
+        noisy_max(False), data, neighbour, samples=10_000, rng=np.random.default_rng(7)
+    )
+    assert not est.flags(1.0)
+
+
+def test_nothing_found_states_the_resolution():
+    est = estimate_epsilon(laplace(1.0), 0.0, 0.0, samples=3000, rng=np.random.default_rng(1))
+    assert est.epsilon == 0.0
+    n = est.certification_samples
+    assert est.resolution == pytest.approx(1 - 0.025 ** (1 / n), rel=1e-6)
+    assert "cannot be resolved" in str(est)
+
+
+def test_delta_lowers_the_bound():
+    rng = np.random.default_rng(3)
+    plain = estimate_epsilon(laplace(1.0), 0.0, 1.0, samples=5000, rng=rng)
+    rng = np.random.default_rng(3)
+    with_delta = estimate_epsilon(laplace(1.0), 0.0, 1.0, samples=5000, rng=rng, delta=0.05)
+    assert with_delta.epsilon < plain.epsilon <= 1.0
+
+
+def test_dpledger_mechanism_object():
+    mech = mechanisms.Laplace(scale=0.5, sensitivity=1.0)  # ε = 2
+    est = estimate_epsilon(mech, 0.0, 1.0, samples=4000, rng=np.random.default_rng(2))
+    assert 1.0 < est.epsilon <= 2.0 + 1e-9
+
+
+def test_bound_is_the_clopper_pearson_ratio():
+    """ε = log(p̲/q̄) with p̲, q̄ the one-sided Clopper–Pearson bounds of the counts."""
+    from scipy import stats
+
+    est = estimate_epsilon(
+        laplace(1.0), 0.0, 1.0, samples=4000, rng=np.random.default_rng(5), confidence=0.9
+    )
+    kp, kq = est.counts
+    n = est.certification_samples
+    assert est.p_lower == pytest.approx(stats.beta.ppf(0.05, kp, n - kp + 1), rel=1e-12)
+    assert est.q_upper == pytest.approx(stats.beta.ppf(0.95, kq + 1, n - kq), rel=1e-12)
+    assert est.epsilon == pytest.approx(math.log(est.p_lower / est.q_upper), rel=1e-12)
+    assert 0.5 < est.epsilon <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"samples": 5}, "samples"),
+        ({"samples": 100, "confidence": 1.0}, "confidence"),
+        ({"samples": 100, "rng": 3}, "rng"),
+        ({"samples": 100, "selection_fraction": 0.0}, "selection_fraction"),
+    ],
+)
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(InvalidArgumentError, match=match):
+        estimate_epsilon(laplace(1.0), 0.0, 1.0, **kwargs)
+
+
+def test_outputs_must_be_numeric_and_consistent():
+    with pytest.raises(InvalidArgumentError, match="number"):
+        estimate_epsilon(lambda x, rng: "text", 0, 1, samples=30, rng=np.random.default_rng(0))
+    with pytest.raises(InvalidArgumentError, match="lengths"):
+        estimate_epsilon(
+            lambda x, rng: [0.0] * (1 + int(rng.integers(2))),
+            0,
+            1,
+            samples=30,
+            rng=np.random.default_rng(0),
+        )
