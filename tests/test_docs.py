@@ -27,3 +27,17 @@ def test_doc_example_runs(code):
 
 def test_docs_have_examples():
     assert len(list(_blocks())) >= 10
+
+
+def test_readme_main_job_output_is_current(capsys, monkeypatch):
+    """The README shows the main job's real output (kept true by this test)."""
+    from dpledger.cli import main
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = "pip install . && dpledger audit examples/audits/dpsgd.toml"
+    assert command in text
+    shown = re.search(re.escape(command) + r"\n```\n\n```text\n(.*?)```", text, re.DOTALL)
+    assert shown is not None
+    monkeypatch.chdir(ROOT)
+    assert main(["audit", "examples/audits/dpsgd.toml"]) == 0
+    assert capsys.readouterr().out == shown.group(1)

@@ -36,3 +36,18 @@ def test_ledger_adult_example_without_data_uses_synthetic(tmp_path):
     )
     assert "not found" in result.stdout and "synthetic" in result.stdout
     assert "refused" in result.stdout
+
+
+def test_blackbox_audit_example_runs():
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "blackbox_audit.py"), "--samples", "10000"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    lines = result.stdout.splitlines()
+    verdicts = [line for line in lines if line.startswith(("report", "Laplace"))]
+    assert len(verdicts) == 3
+    assert verdicts[0].endswith("not refuted")
+    assert verdicts[1].endswith("REFUTED") and verdicts[2].endswith("REFUTED")

@@ -190,8 +190,8 @@ def _fmt(x: float | None) -> str:
 
 
 def _short(reason: str) -> str:
-    first = reason.split(". ")[0]
-    return first if len(first) <= 70 else first[:67] + "..."
+    first = reason.split(". ")[0].split(" (found")[0].rstrip(",;")
+    return first if len(first) <= 72 else first[:71] + "…"
 
 
 def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
