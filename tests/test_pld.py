@@ -173,3 +173,24 @@ def test_calibration_through_pld():
     assert sigma < calibrate.gaussian_sigma(
         8.0, 1e-5, count=10_000, sampling_rate=0.01, method="rdp"
     )
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_pld_works_in_a_forked_child():
+    """The two directions run on a thread pool; a forked child must get its own."""
+    import os
+
+    event = ev.PoissonSampled(ev.Gaussian(1.1), 0.01) * 100
+    parent = acc.epsilon(event, 1e-5, method="pld")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            other = ev.PoissonSampled(ev.Gaussian(1.2), 0.01) * 100
+            os.write(write, repr(acc.epsilon(other, 1e-5, method="pld")).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    child = float(os.read(read, 100).decode())
+    assert status == 0 and 0 < child < parent

@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -318,10 +320,33 @@ def _pairs(atom: ev.Event, kind: str = "upper") -> list[Pair]:
     )
 
 
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Two threads: the add and remove directions are independent (NumPy and SciPy's FFT
+    release the GIL, so they run on two cores where there are two).
+
+    One pool per process: a pool inherited through ``fork`` has no threads behind it.
+    """
+    pid = os.getpid()
+    if pid not in _POOLS:
+        _POOLS[pid] = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dpledger-pld")
+    return _POOLS[pid]
+
+
+def _in_parallel(tasks: list[Callable[[], Any]]) -> list[Any]:
+    if len(tasks) < 2:
+        return [task() for task in tasks]
+    futures = [_pool().submit(task) for task in tasks]
+    return [future.result() for future in futures]
+
+
 @functools.lru_cache(maxsize=512)
 def _discretised(atom: ev.Event, h: float, kind: str) -> tuple[_Discrete, ...]:
     build: Callable[[Pair, float], _Discrete] = connect_the_dots if kind == "upper" else optimistic
-    return tuple(build(pair, h) for pair in _pairs(atom, kind))
+    pairs = _pairs(atom, kind)
+    return tuple(_in_parallel([functools.partial(build, pair, h) for pair in pairs]))
 
 
 _LAMBDAS = np.logspace(-2.0, 2.3, 18)
@@ -610,10 +635,14 @@ class PLDSummary(Summary):
                 tilts.append(float(f"{tilt:.2g}"))
         key = f"directions-{kind}-{window_tail!r}-{tilts!r}"
         if key not in self._cache:
-            self._cache[key] = [
-                _compose(parts, self.grid, window_tail, tilts[i] if tilts else 0.0)
-                for i, parts in enumerate(self._parts(kind))
-            ]
+            self._cache[key] = _in_parallel(
+                [
+                    functools.partial(
+                        _compose, parts, self.grid, window_tail, tilts[i] if tilts else 0.0
+                    )
+                    for i, parts in enumerate(self._parts(kind))
+                ]
+            )
         result: list[_Composition] = self._cache[key]
         return result
 
