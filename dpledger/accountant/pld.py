@@ -41,8 +41,8 @@ from __future__ import annotations
 import functools
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -324,10 +324,10 @@ _POOLS: dict[int, ThreadPoolExecutor] = {}
 
 
 def _pool() -> ThreadPoolExecutor:
-    """Two threads: the add and remove directions are independent (NumPy and SciPy's FFT
-    release the GIL, so they run on two cores where there are two).
+    """A two-thread pool for the independent add and remove directions.
 
-    One pool per process: a pool inherited through ``fork`` has no threads behind it.
+    NumPy and SciPy's FFT release the GIL, so the directions run on two cores where there
+    are two. One pool per process: a pool inherited through ``fork`` has no threads.
     """
     pid = os.getpid()
     if pid not in _POOLS:
