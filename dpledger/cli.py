@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -250,4 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DPLedgerError as error:
         print(f"dpledger: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     return status

@@ -402,6 +402,7 @@ def test_cli_json_and_plot(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert status == 1
     assert data["verdict"] == "violated" and data["epsilon"] > 5.0
+    assert data["delta_by_method"]["gdp"] > 1e-6 and "rdp" in data["delta_by_method"]
     assert png.stat().st_size > 10_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -131,3 +131,11 @@ def test_outputs_must_be_numeric_and_consistent():
             samples=30,
             rng=np.random.default_rng(0),
         )
+
+
+def test_progress_bar_on_stderr(capsys):
+    estimate_epsilon(
+        laplace(1.0), 0.0, 1.0, samples=200, rng=np.random.default_rng(0), progress=True
+    )
+    err = capsys.readouterr().err
+    assert "sampling [" in err and "100% (400/400)" in err

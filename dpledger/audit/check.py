@@ -63,6 +63,7 @@ class AuditReport:
         delta: Certified upper bound on δ at the claimed ε (approx/pure DP claims).
         by_method: ε at the claimed δ by every accounting method (a float, or why the
             method does not apply).
+        delta_by_method: δ at the claimed ε by every applicable method.
         value / claimed_value / quantity: For zCDP, mCDP, RDP and GDP claims, the
             recomputed parameter, the claimed one, and its name (e.g. ``"rho"``).
         margin: claimed ε − certified ε (positive: room to spare).
@@ -77,6 +78,7 @@ class AuditReport:
     epsilon_lower: float | None = None
     delta: float | None = None
     by_method: dict[str, float | str] = field(default_factory=dict)
+    delta_by_method: dict[str, float] = field(default_factory=dict)
     value: float | None = None
     claimed_value: float | None = None
     quantity: str | None = None
@@ -111,6 +113,7 @@ class AuditReport:
             "value": num(self.value),
             "claimed_value": num(self.claimed_value),
             "margin": num(self.margin),
+            "delta_by_method": {m: num(v) for m, v in self.delta_by_method.items()},
             "by_method": {
                 m: (num(v) if isinstance(v, float) else v) for m, v in self.by_method.items()
             },
@@ -136,17 +139,20 @@ class AuditReport:
         out.extend(_table(rows))
         out.append("")
         if self.quantity is None and self.by_method:
+            eps_c = self.claim.epsilon
             out.append(
-                f"ε at the claimed δ = {self.claim.delta:g}, by method (each an upper bound):"
+                f"By method (each an upper bound): ε at the claimed δ = {self.claim.delta:g}, "
+                f"δ at the claimed ε = {eps_c:g}"
             )
             best = self.epsilon
-            mrows = [("method", "epsilon", "")]
+            mrows = [("method", "epsilon", "delta", "")]
             for method, value in self.by_method.items():
                 if isinstance(value, float):
                     mark = "← tightest" if best is not None and value == best else ""
-                    mrows.append((method, _fmt(value), mark))
+                    d = self.delta_by_method.get(method)
+                    mrows.append((method, _fmt(value), f"{d:.4g}" if d is not None else "—", mark))
                 else:
-                    mrows.append((method, "n/a", _short(value)))
+                    mrows.append((method, "n/a", "", _short(value)))
             out.extend(_table(mrows))
             out.append("")
         if self.quantity is not None and self.value is not None:
@@ -551,6 +557,9 @@ def _judge_dp(report: AuditReport, event: ev.Event, claim: Claim, loose_ratio: f
     assert claim.epsilon is not None
     table = accountant.epsilon_by_method(event, claim.delta)
     report.by_method = {m: (v if isinstance(v, float) else str(v)) for m, v in table.items()}
+    for method, value in table.items():
+        if isinstance(value, float):
+            report.delta_by_method[method] = accountant.delta(event, claim.epsilon, method=method)
     upper = accountant.epsilon(event, claim.delta)
     report.epsilon = upper
     report.delta = accountant.delta(event, claim.epsilon)
