@@ -178,6 +178,14 @@ def test_add_remove_sensitivity_cannot_be_derived():
     assert any("cannot be derived" in f for f in report.findings)
 
 
+def test_ssp_as_published_is_violated():
+    """Wang's SSP: two releases each with the full budget, σ = √(log(4/δ))/ε."""
+    report = check_claim(EXAMPLES / "ssp.toml")
+    truth = gauss_eps(1e-6, math.sqrt(2) / math.sqrt(math.log(4 / 1e-6)))
+    assert report.verdict == "violated"
+    assert abs(report.epsilon - truth) <= 1e-3 and round(truth, 2) == 1.59
+
+
 # ------------------------------------------------------------------ 6. Gaussian FM
 def test_gaussian_fm_as_published_is_violated():
     """Three arrays each with the full (ε, δ): jointly true ε ≈ 1.37 at nominal 1."""
@@ -377,6 +385,7 @@ EXPECTED = {
     "irls_cdp.toml": "violated",
     "laplace_sqrtk.toml": "violated",
     "classical_gaussian.toml": "holds",
+    "ssp.toml": "violated",
 }
 
 
