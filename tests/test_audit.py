@@ -11,6 +11,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpledger.accountant.advanced import advanced_composition
 from dpledger.audit import PipelineError, check_claim, load_pipeline, parse_pipeline
@@ -421,3 +423,48 @@ def test_cli_schema_error_exit_code(tmp_path, capsys):
     assert main(["audit", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "adjacency" in err and f"{bad}:" in err
+
+
+# ------------------------------------------------------------- 11. properties
+release_strategy = st.one_of(
+    st.builds(lambda s, k: gaussian(s, count=k), st.floats(0.5, 20.0), st.integers(1, 200)),
+    st.builds(
+        lambda b, k: {"mechanism": "laplace", "scale": b, "sensitivity": 1.0, "count": k},
+        st.floats(1.0, 50.0),
+        st.integers(1, 50),
+    ),
+    st.builds(
+        lambda e, k: {"mechanism": "randomized_response", "epsilon": e, "count": k},
+        st.floats(0.05, 2.0),
+        st.integers(1, 20),
+    ),
+    st.builds(
+        lambda s, q, k: gaussian(s, count=k, sampling="poisson", sampling_rate=q),
+        st.floats(0.6, 5.0),
+        st.floats(0.001, 0.2),
+        st.integers(1, 2000),
+    ),
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(release_strategy, min_size=1, max_size=3),
+    st.floats(0.05, 30.0),
+    st.sampled_from([1e-4, 1e-6, 1e-9]),
+)
+def test_verdicts_are_consistent_with_the_bounds(releases, claimed, delta):
+    report = audit(claim(claimed, delta), *releases)
+    assert report.verdict in ("holds", "holds_loosely", "violated", "not_certified")
+    if report.epsilon_lower is not None:
+        assert report.epsilon_lower <= report.epsilon
+    if report.holds:
+        assert report.epsilon <= claimed or report.delta <= delta
+    if report.verdict == "violated":
+        assert report.epsilon_lower > claimed
+    # a larger claim is never judged worse
+    looser = audit(claim(claimed * 2, delta), *releases)
+    order = ["violated", "not_certified", "holds", "holds_loosely"]
+    assert order.index(looser.verdict) >= order.index(report.verdict) or (
+        report.verdict == "holds_loosely" and looser.verdict == "holds_loosely"
+    )
