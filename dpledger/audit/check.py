@@ -559,7 +559,12 @@ def _judge_dp(report: AuditReport, event: ev.Event, claim: Claim, loose_ratio: f
     report.by_method = {m: (v if isinstance(v, float) else str(v)) for m, v in table.items()}
     for method, value in table.items():
         if isinstance(value, float):
-            report.delta_by_method[method] = accountant.delta(event, claim.epsilon, method=method)
+            try:
+                report.delta_by_method[method] = accountant.delta(
+                    event, claim.epsilon, method=method
+                )
+            except NotApplicableError:  # pragma: no cover - every ε method also gives δ
+                continue
     upper = accountant.epsilon(event, claim.delta)
     report.epsilon = upper
     report.delta = accountant.delta(event, claim.epsilon)
