@@ -155,8 +155,10 @@ def gaussian_sigma(
 
     Without sampling, "auto" uses the exact Gaussian-DP profile (Balle & Wang 2018,
     Thm 8; Dong, Roth & Su 2019, Cor. 3.3), so σ is exact: the smallest σ meeting the
-    target, within about 1e-12 relative. With Poisson ``sampling_rate`` it uses the
-    tightest valid method available (RDP at the optimal real order until PLD lands).
+    target, within about 1e-12 relative. With Poisson ``sampling_rate`` it brackets σ
+    with RDP (at the optimal real order) and refines with the PLD upper bound, within
+    about 1e-4 relative of the smallest σ that PLD certifies. Note ``count`` releases
+    are composed as a schedule fixed in advance (PLD is not a filter: see Ledger.plan).
 
     Args:
         epsilon: Target ε > 0.
