@@ -25,6 +25,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from dpledger import accountant, calibrate
 from dpledger.accountant import events as ev
@@ -125,24 +126,75 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    """Print the audit report; exit 0 if the claim is certified, else 1 (errors: 2)."""
+    """Print the audit report(s); exit 0 if every claim is certified, else 1 (errors: 2).
+
+    With several files: each report, then a summary table (one line per file). A file
+    whose declaration is invalid is reported on stderr and counts as an error.
+    """
     import json
 
-    from dpledger.audit import check_claim, load_pipeline
+    from dpledger.audit import PipelineError, check_claim, load_pipeline
 
-    pipeline = load_pipeline(args.pipeline)
-    report = check_claim(pipeline, args.epsilon, args.delta, loose_ratio=args.loose_ratio)
+    if args.plot and len(args.pipeline) > 1:
+        print("dpledger: error: --plot takes one pipeline", file=sys.stderr)
+        return 2
+    reports = []
+    errors = 0
+    for path in args.pipeline:
+        try:
+            pipeline = load_pipeline(path)
+        except PipelineError as error:
+            if len(args.pipeline) == 1:
+                raise
+            print(f"dpledger: error: {error}", file=sys.stderr)
+            errors += 1
+            continue
+        reports.append(
+            check_claim(pipeline, args.epsilon, args.delta, loose_ratio=args.loose_ratio)
+        )
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        data = [r.to_dict() for r in reports]
+        print(
+            json.dumps(data[0] if len(args.pipeline) == 1 else data, indent=2, ensure_ascii=False)
+        )
     else:
-        print(report.format())
+        print("\n\n".join(r.format() for r in reports))
+        if len(args.pipeline) > 1:
+            print("\n" + _audit_summary(reports))
     if args.plot:
         from dpledger.audit.plot import plot_privacy_curve
 
-        written = plot_privacy_curve(report, args.plot)
+        written = plot_privacy_curve(reports[0], args.plot)
         if not args.json:
             print(f"\nplot written to {written}")
-    return 0 if report.holds else 1
+    if errors:
+        return 2
+    return 0 if all(r.holds for r in reports) else 1
+
+
+def _audit_summary(reports: list[Any]) -> str:
+    rows = [("pipeline", "claim", "certified ε", "verdict")]
+    for r in reports:
+        claim = r.claim
+        if claim.notion in ("approx_dp", "pure_dp"):
+            claimed = f"({claim.epsilon:g}, {claim.delta:g})"
+            value = "—" if r.epsilon is None else f"{r.epsilon:.6g}"
+            low = r.epsilon_lower
+            if low is not None and r.epsilon is not None and f"{low:.6g}" != value:
+                value = f"{low:.6g} – {value}"
+        else:
+            claimed = f"{r.quantity} = {r.claimed_value:g}" if r.quantity else claim.notion
+            value = "—" if r.value is None else f"{r.value:.6g}"
+        rows.append((Path(r.source).name, claimed, value, r.verdict.replace("_", " ")))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["Summary:"]
+    for n, row in enumerate(rows):
+        lines.append(
+            "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        )
+        if n == 0:
+            lines.append("  " + "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
 
 
 def _short(event: ev.Event, width: int = 46) -> str:
@@ -216,7 +268,7 @@ def _parser() -> argparse.ArgumentParser:
     cal.set_defaults(handler=_calibrate)
 
     aud = commands.add_parser("audit", help="check a declared pipeline's privacy claim")
-    aud.add_argument("pipeline", help="the pipeline declaration (TOML)")
+    aud.add_argument("pipeline", nargs="+", help="pipeline declaration(s) (TOML)")
     aud.add_argument("--plot", metavar="FILE.png", default=None, help="draw δ(ε), claim marked")
     aud.add_argument("--json", action="store_true", help="print the report as JSON")
     aud.add_argument("--epsilon", type=float, default=None, help="override the claimed ε")

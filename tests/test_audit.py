@@ -468,3 +468,24 @@ def test_verdicts_are_consistent_with_the_bounds(releases, claimed, delta):
     assert order.index(looser.verdict) >= order.index(report.verdict) or (
         report.verdict == "holds_loosely" and looser.verdict == "holds_loosely"
     )
+
+
+def test_cli_audits_several_files_with_a_summary(capsys):
+    files = [str(EXAMPLES / name) for name in ("dpsgd.toml", "gaussian_fm.toml")]
+    assert main(["audit", *files]) == 1  # one claim is violated
+    out = capsys.readouterr().out
+    summary = out[out.index("Summary:") :]
+    assert "dpsgd.toml" in summary and "5.16197 – 5.19262" in summary and "holds" in summary
+    assert "gaussian_fm.toml" in summary and "violated" in summary
+    assert main(["audit", files[0], files[0]]) == 0
+    capsys.readouterr()
+    assert main(["audit", *files, "--plot", "x.png"]) == 2
+
+
+def test_cli_several_files_one_invalid(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[claim]\nepsilon = 1.0\n")
+    assert main(["audit", str(EXAMPLES / "dpsgd.toml"), str(bad), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)[0]["verdict"] == "holds"
+    assert "bad.toml" in captured.err
