@@ -404,13 +404,14 @@ def _lower_epsilon(event: ev.Event, delta: float, upper: float) -> float | None:
         return _pure_lower(event)
     exact = accountant._exact_method(event)
     if exact is not None:
-        # exact closed form: the upper bound is the value, rounded up by ~1e-15
-        return upper * (1 - 1e-12)
+        # exact closed form: the upper bound is the value plus its (tiny, explicit)
+        # float-error margin; 1e-9 relative is far more than that margin
+        return upper * (1 - 1e-9)
     stand_in = _lower_stand_in(event)
     if stand_in is None:
         return None
     if accountant._exact_method(stand_in) == "gdp":
-        return accountant.epsilon(stand_in, delta, method="gdp") * (1 - 1e-12)
+        return accountant.epsilon(stand_in, delta, method="gdp") * (1 - 1e-9)
     try:
         lower, _ = accountant.epsilon_bounds(stand_in, delta)
     except NotApplicableError:
@@ -624,7 +625,7 @@ def _judge_other(report: AuditReport, event: ev.Event, claim: Claim, loose_ratio
     report.value, report.claimed_value, report.quantity = value, claimed, quantity
     if value <= claimed:
         report.verdict = "holds_loosely" if value < loose_ratio * claimed else "holds"
-    elif lower is not None and lower * (1 - 1e-12) > claimed:
+    elif lower is not None and lower * (1 - 1e-9) > claimed:
         report.verdict = "violated"
     else:
         report.verdict = "not_certified"
