@@ -142,3 +142,46 @@ def discrete_laplace_epsilon(scale: float, shift: int, count: int, delta: float)
             else:
                 hi = mid
         return hi
+
+
+def discrete_gaussian_epsilon(sigma: float, shift: int, count: int, delta: float) -> mpmath.mpf:
+    """ε(δ) of ``count`` releases of N_Z(0, σ²) vs N_Z(shift, σ²), by exact enumeration.
+
+    30-digit arithmetic; atoms beyond ±(14σ + shift) (mass below 1e-40) are left out. The
+    loss (s² − 2sx)/(2σ²) is a multiple of s/σ², so atoms are keyed by integers.
+    """
+    with mpmath.workdps(30):
+        s2 = mpmath.mpf(sigma) ** 2
+        half = int(14 * sigma) + shift + 1
+        weights = {x: mpmath.e ** (-mpmath.mpf(x * x) / (2 * s2)) for x in range(-half, half + 1)}
+        norm = mpmath.fsum(weights.values())
+        # loss in units of u = s/σ² ... key: s − 2x (loss = key·s/(2σ²))
+        atoms: dict[int, mpmath.mpf] = {}
+        for x, w in weights.items():
+            atoms[shift - 2 * x] = atoms.get(shift - 2 * x, 0) + w / norm
+        dist: dict[int, mpmath.mpf] = {0: mpmath.mpf(1)}
+        for _ in range(count):
+            nxt: dict[int, mpmath.mpf] = {}
+            for key, p in dist.items():
+                for a, pa in atoms.items():
+                    if pa < mpmath.mpf(10) ** -45:
+                        continue
+                    nxt[key + a] = nxt.get(key + a, 0) + p * pa
+            dist = nxt
+        unit = mpmath.mpf(shift) / (2 * s2)
+
+        def delta_at(eps: mpmath.mpf) -> mpmath.mpf:
+            return mpmath.fsum(
+                p * (1 - mpmath.e ** (eps - key * unit))
+                for key, p in dist.items()
+                if key * unit > eps
+            )
+
+        lo, hi = mpmath.mpf(0), mpmath.mpf(100)
+        for _ in range(100):
+            mid = (lo + hi) / 2
+            if delta_at(mid) > delta:
+                lo = mid
+            else:
+                hi = mid
+        return hi

@@ -297,14 +297,30 @@ def test_randomized_response_claim_holds():
     assert report.verdict == "holds" and report.epsilon == pytest.approx(1.0)
 
 
-def test_discrete_gaussian_without_lower_bound_is_not_certified():
-    """Above the claim by its upper bounds, but no lower bound: neither holds nor violated."""
+@pytest.mark.parametrize(("claimed", "verdict"), [(10.0, "not_certified"), (9.9, "violated")])
+def test_discrete_gaussian_between_its_bounds(claimed, verdict):
+    """Upper bound by zCDP (10.72), lower by the attained 1-D pair (≈ 9.995): a claim of 10
+    is neither certified nor refuted; 9.9 is refuted."""
     report = audit(
-        claim(10.0, 1e-5),
+        claim(claimed, 1e-5),
         {"mechanism": "discrete_gaussian", "sigma": 5.0, "sensitivity": 1.0, "count": 100},
     )
-    assert report.epsilon > 10.0 and report.epsilon_lower is None
-    assert report.verdict == "not_certified"
+    assert report.epsilon > 10.7 and 9.99 < report.epsilon_lower < 10.0
+    assert report.verdict == verdict
+    if verdict == "not_certified":
+        assert any("violation is not proved" in f for f in report.findings)
+
+
+@pytest.mark.parametrize(("claimed", "verdict"), [(5.0, "violated"), (8.0, "not_certified")])
+def test_sampling_without_replacement_bounds(claimed, verdict):
+    """SWOR DP-SGD under replace-one: the attained pair gives ε ≥ 5.16; the RDP upper bound
+    (WBK 2019 Thm 9) is much looser (≈ 11.8)."""
+    release = gaussian(
+        1.1, count=10_000, sampling="without_replacement", batch_size=100, population=10_000
+    )
+    report = audit(claim(claimed, 1e-5, "replace_one"), release)
+    assert 5.15 < report.epsilon_lower <= 5.192584 < report.epsilon
+    assert report.verdict == verdict
 
 
 def test_calibrated_claim_holds_exactly():

@@ -14,7 +14,7 @@ import dpledger.accountant as acc
 from dpledger import calibrate
 from dpledger import events as ev
 from dpledger.accountant._pairs import GaussianPair, LaplacePair, RRPair, SubsampledPair
-from dpledger.accountant.pld import connect_the_dots, epsilon_bounds
+from dpledger.accountant.pld import connect_the_dots, epsilon_bounds, epsilon_lower_bound
 from dpledger.errors import NotApplicableError
 
 from . import _reference as ref
@@ -85,6 +85,28 @@ def test_discrete_laplace_bounds_contain_exact(scale, shift, count):
     assert lower <= exact <= upper
     assert exact - lower <= 1e-4 * exact  # tight from below
     assert upper >= acc.epsilon(ev.PureDP(shift / scale) * count, 1e-6, method="pld") - 1e-9
+
+
+@pytest.mark.parametrize(
+    ("sigma", "shift", "count"), [(2.0, 1, 3), (1.0, 1, 5), (3.0, 2, 2), (0.5, 1, 4)]
+)
+def test_discrete_gaussian_lower_bound_against_exact(sigma, shift, count):
+    """Lower bound from the attained 1-D pair: below the exact ε, within 1e-4 relative."""
+    exact = float(ref.discrete_gaussian_epsilon(sigma, shift, count, 1e-6))
+    lower = epsilon_lower_bound(ev.DiscreteGaussian(sigma, shift) * count, 1e-6)
+    upper = acc.epsilon(ev.DiscreteGaussian(sigma, shift) * count, 1e-6)
+    assert lower <= exact <= upper
+    assert exact - lower <= 1e-4 * exact
+
+
+def test_sampling_without_replacement_lower_bound_uses_the_attained_pair():
+    swor = ev.SampledWithoutReplacement(ev.Gaussian(1.1), 100, 10_000) * 10_000
+    poisson = ev.PoissonSampled(ev.Gaussian(1.1), 0.01) * 10_000
+    lower = epsilon_lower_bound(swor, 1e-5)
+    assert lower == epsilon_bounds(poisson, 1e-5)[0]
+    assert lower <= acc.epsilon(swor, 1e-5)
+    with pytest.raises(NotApplicableError):
+        acc.epsilon(swor, 1e-5, method="pld")  # no dominating pair: no PLD upper bound
 
 
 @pytest.mark.parametrize(

@@ -62,11 +62,18 @@ from dpledger.accountant._pairs import (
     Pair,
     RRPair,
     SubsampledPair,
+    discrete_gaussian_pair,
     discrete_laplace_pair,
 )
 from dpledger.errors import NotApplicableError
 
-__all__ = ["DEFAULT_GRID", "PLDAccountant", "PLDSummary", "epsilon_bounds"]
+__all__ = [
+    "DEFAULT_GRID",
+    "PLDAccountant",
+    "PLDSummary",
+    "epsilon_bounds",
+    "epsilon_lower_bound",
+]
 
 DEFAULT_GRID = 1e-4
 """Default loss-grid step h."""
@@ -249,16 +256,17 @@ def optimistic(pair: Pair, h: float) -> _Discrete:
     masses = np.clip(-np.diff(at_least), 0.0, None)
     masses[-1] += float(at_least[-1])  # mass above the range: rounded down to the top point
     offset = 0.0  # E_P[min(L − L′, h)], known exactly for finitely many atoms
-    atoms = pair.atoms if isinstance(pair, AtomsPair) else None
-    if isinstance(pair, RRPair):
-        atoms = pair._atoms()
-    for loss, p_mass, _ in atoms or ():
-        index = min(max(math.floor(loss / h), j0), j1)
-        while index > j0 and index * h > loss:  # the grid point the mass went to
-            index -= 1
-        while index < j1 and (index + 1) * h <= loss:
-            index += 1
-        offset += p_mass * min(max(loss - index * h, 0.0), h)
+    if isinstance(pair, (AtomsPair, RRPair)):
+        if isinstance(pair, AtomsPair):
+            losses, p_mass = pair.losses, pair.p
+        else:
+            losses = np.array([a[0] for a in pair._atoms()])
+            p_mass = np.array([a[1] for a in pair._atoms()])
+        # the grid point each atom's mass went to: the largest (j0 + i)·h ≤ loss
+        index = np.clip(np.floor(losses / h), j0, j1)
+        index = np.where((index > j0) & (index * h > losses), index - 1, index)
+        index = np.where((index < j1) & ((index + 1) * h <= losses), index + 1, index)
+        offset = float(np.sum(p_mass * np.clip(losses - index * h, 0.0, h)))
     return _Discrete(j0, masses, pair.infinite_mass, offset)
 
 
@@ -266,8 +274,10 @@ def _pairs(atom: ev.Event, kind: str = "upper") -> list[Pair]:
     """The dominating pair(s) of one release; two for subsampling (remove, add).
 
     For ``kind="lower"`` the pair must be *attained* by the release (a lower bound on its
-    ε); the pairs differ only for the discrete Laplace, whose upper bound is the ε-DP worst
-    case (randomized response) and whose lower bound is a one-dimensional integer shift.
+    ε). The pairs differ for the discrete Laplace, whose upper bound is the ε-DP worst case
+    (randomized response) and whose lower bound is a one-dimensional integer shift; the
+    discrete Gaussian and sampling without replacement have lower-bound pairs only (no
+    dominating pair is available for them here).
     """
     if isinstance(atom, ev.Gaussian):
         return [GaussianPair(atom.mu)]
@@ -276,6 +286,16 @@ def _pairs(atom: ev.Event, kind: str = "upper") -> list[Pair]:
     if isinstance(atom, ev.DiscreteLaplace) and kind == "lower":
         # the largest attainable integer shift (rounded down: the safe side here)
         return [discrete_laplace_pair(atom.scale, math.floor(atom.sensitivity))]
+    if isinstance(atom, ev.DiscreteGaussian) and kind == "lower":
+        pair = discrete_gaussian_pair(atom.sigma, math.floor(atom.sensitivity))
+        if pair is not None:
+            return [pair]
+    if isinstance(atom, ev.SampledWithoutReplacement) and kind == "lower":
+        # Attained pairs: the replaced record z shifts the statistic, every other record
+        # is neutral, so the batch without z releases exactly what the batch with z′ does:
+        # (γA + (1−γ)B, B) and its reverse — the Poisson pairs at rate γ = b/n.
+        rate = atom.sample_size / atom.population
+        return _pairs(ev.PoissonSampled(atom.event, rate=rate), kind)
     if isinstance(atom, (ev.PureDP, ev.DiscreteLaplace)):
         return [RRPair(atom.epsilon)]
     if isinstance(atom, ev.RandomizedResponse):
@@ -363,12 +383,15 @@ def _log_mgfs(d: _Discrete, h: float, lambdas: np.ndarray) -> np.ndarray:
     support = losses[positive]
     # log Σ m e^{λℓ} = shift + log Σ m e^{λℓ − shift}, shift = max λℓ (at an end of support)
     shift = np.maximum(lambdas * support[0], lambdas * support[-1])
+    # only the positive range: no exponent below exceeds the shift by more than a block
+    lo, hi = np.flatnonzero(positive)[[0, -1]]
+    masses = d.masses[lo : hi + 1]
     # e^{λℓ} = e^{λ·(block start)}·e^{λ·(offset in block)}: 16 times fewer exponentials
     block = 16
-    size = -(-len(d.masses) // block) * block
+    size = -(-len(masses) // block) * block
     padded = np.zeros(size)
-    padded[: len(d.masses)] = d.masses
-    first = (d.start + np.arange(0, size, block)) * h
+    padded[: len(masses)] = masses
+    first = (d.start + lo + np.arange(0, size, block)) * h
     offsets = np.exp(np.outer(np.arange(block) * h, lambdas))  # (block, λ)
     inner = padded.reshape(-1, block) @ offsets  # (blocks, λ)
     outer = np.exp(np.outer(first, lambdas) - shift)  # (blocks, λ)
@@ -615,8 +638,8 @@ class PLDSummary(Summary):
         """The grid PLDs to compose, one list per direction."""
         # a canonical order, so that equal compositions give bit-identical answers
         releases = sorted(self.releases, key=lambda item: (repr(item[0]), item[1]))
-        two_sided = [(e, k) for e, k in releases if len(_pairs(e)) == 2]
-        one_sided = [(e, k) for e, k in releases if len(_pairs(e)) == 1]
+        two_sided = [(e, k) for e, k in releases if len(_pairs(e, kind)) == 2]
+        one_sided = [(e, k) for e, k in releases if len(_pairs(e, kind)) == 1]
         shared = [(_discretised(e, self.grid, kind)[0], k) for e, k in one_sided]
         return [
             shared + [(_discretised(e, self.grid, kind)[side], k) for e, k in two_sided]
@@ -773,6 +796,33 @@ class PLDAccountant(Accountant[PLDSummary]):
         self._summary = self._summary + new
         self._events.append((event, count))
         return self
+
+
+def epsilon_lower_bound(event: ev.Event, delta: float, *, grid: float = DEFAULT_GRID) -> float:
+    """A certified lower bound on the ε of ``event`` at ``delta``, from attained pairs.
+
+    Available for more events than :func:`epsilon_bounds` — also for the discrete Gaussian
+    (a one-dimensional integer shift) and sampling without replacement (the replaced
+    record alone moves the statistic) — because a lower bound only needs *some* pair of
+    neighbouring inputs, not a dominating one. It assumes the declared sensitivity is
+    attained by a one-dimensional shift.
+
+    Example:
+        >>> from dpledger import events as ev
+        >>> from dpledger.accountant.pld import epsilon_lower_bound
+        >>> low = epsilon_lower_bound(ev.DiscreteGaussian(sigma=5.0) * 100, 1e-5)
+        >>> 9.9 < low <= 10.72  # the zCDP upper bound is 10.72
+        True
+    """
+    ev._check_event("event", event)
+    delta = check_probability("delta", delta)
+    grid = check_positive("grid", grid)
+    atoms = ev.flatten(event)
+    for atom in atoms:
+        _pairs(atom, "lower")
+    if delta == 0:
+        raise NotApplicableError("PLD lower bounds need delta > 0.")
+    return PLDSummary(tuple(atoms.items()), grid)._epsilon(delta, "lower")
 
 
 def epsilon_bounds(

@@ -15,8 +15,9 @@ Verdicts:
   its claim needs;
 * ``violated`` — a certified *lower* bound on the true ε exceeds the claim;
 * ``not_certified`` — the upper bound exceeds the claim but no lower bound proves a
-  violation (e.g. sampling without replacement, discrete Gaussian noise): the claim may
-  be true, but nothing the toolkit can prove supports it;
+  violation (where the toolkit's upper and lower bounds are far apart, e.g. sampling
+  without replacement, whose upper bound is Rényi-DP only): the claim may be true, but
+  nothing the toolkit can prove supports it;
 * ``unsupported`` — no valid accounting exists for what was declared (e.g. Poisson
   sampling under replace-one adjacency, shuffled batches whose claim needs an
   amplification theorem that does not exist).
@@ -37,7 +38,7 @@ from typing import Any
 from dpledger import accountant
 from dpledger.accountant import events as ev
 from dpledger.accountant.advanced import advanced_composition
-from dpledger.accountant.pld import PLDSummary
+from dpledger.accountant.pld import PLDSummary, epsilon_lower_bound
 from dpledger.audit.pipeline import Claim, Pipeline, Release, load_pipeline, parse_pipeline
 from dpledger.errors import InvalidArgumentError, NotApplicableError
 
@@ -365,8 +366,11 @@ def _lower_stand_in(event: ev.Event) -> ev.Event | None:
     if isinstance(event, ev.PoissonSampled):
         inner = _lower_stand_in(event.event)
         return None if inner is None else ev.PoissonSampled(inner, rate=event.rate)
-    if isinstance(event, (ev.SampledWithoutReplacement, ev.DiscreteGaussian)):
-        return None
+    if isinstance(event, ev.SampledWithoutReplacement):
+        inner = _lower_stand_in(event.event)
+        if inner is None:
+            return None
+        return ev.SampledWithoutReplacement(inner, event.sample_size, event.population)
     return event
 
 
@@ -413,10 +417,10 @@ def _lower_epsilon(event: ev.Event, delta: float, upper: float) -> float | None:
     if accountant._exact_method(stand_in) == "gdp":
         return accountant.epsilon(stand_in, delta, method="gdp") * (1 - 1e-9)
     try:
-        lower, _ = accountant.epsilon_bounds(stand_in, delta)
+        # attained pairs only (also the discrete Gaussian and sampling without replacement)
+        return float(epsilon_lower_bound(stand_in, delta))
     except NotApplicableError:
         return None
-    return lower
 
 
 def _delta_curve(event: ev.Event, epsilons: list[float]) -> list[float]:
