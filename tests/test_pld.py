@@ -99,6 +99,45 @@ def test_discrete_gaussian_lower_bound_against_exact(sigma, shift, count):
     assert exact - lower <= 1e-4 * exact
 
 
+@pytest.mark.parametrize(
+    ("sigma", "shift", "count"), [(2.0, 1, 3), (1.0, 1, 5), (3.0, 2, 2), (5.0, 1, 20)]
+)
+def test_one_dimensional_discrete_gaussian_is_exact(sigma, shift, count):
+    """dimension=1: the ⌊Δ⌋-shift pair dominates (MLR), so PLD brackets the exact value."""
+    exact = float(ref.discrete_gaussian_epsilon(sigma, shift, count, 1e-6))
+    event = ev.DiscreteGaussian(sigma, shift, dimension=1) * count
+    lower, upper = epsilon_bounds(event, 1e-6)
+    assert lower <= exact <= upper <= exact * (1 + 1e-6)
+    assert acc.epsilon(event, 1e-6) == upper  # auto picks it: tighter than zCDP/RDP
+    assert upper < acc.epsilon(ev.DiscreteGaussian(sigma, shift) * count, 1e-6, method="zcdp")
+    with pytest.raises(NotApplicableError):  # dimension unknown: no dominating pair here
+        acc.epsilon(ev.DiscreteGaussian(sigma, shift) * count, 1e-6, method="pld")
+
+
+@pytest.mark.parametrize(("scale", "shift", "count"), [(2.0, 3, 5), (1.0, 1, 20), (5.0, 2, 50)])
+def test_one_dimensional_discrete_laplace_is_exact(scale, shift, count):
+    exact = float(ref.discrete_laplace_epsilon(scale, shift, count, 1e-6))
+    lower, upper = epsilon_bounds(ev.DiscreteLaplace(scale, shift, dimension=1) * count, 1e-6)
+    assert lower <= exact <= upper <= exact * (1 + 1e-5)
+    # without a dimension the ε-DP worst case (randomized response) is used: valid, looser
+    # (equal for shift 1, where the two pairs coincide, up to discretisation noise)
+    worst_case = epsilon_bounds(ev.DiscreteLaplace(scale, shift) * count, 1e-6)[1]
+    assert worst_case >= exact and worst_case >= upper * (1 - 1e-8)
+
+
+def test_mechanism_events_carry_their_dimension():
+    from dpledger import mechanisms
+
+    assert mechanisms.DiscreteGaussian(sigma=3.0).event.dimension == 1
+    assert mechanisms.Gaussian(1.0, dimension=3).event.dimension == 3
+    event = mechanisms.Laplace(1.0).event
+    assert event.dimension == 1 and ev.from_dict(ev.to_dict(event)) == event
+    # an event without a dimension serialises as before (no "dimension" key)
+    assert "dimension" not in ev.to_dict(ev.DiscreteGaussian(2.0))
+    with pytest.raises(ValueError, match="dimension"):
+        ev.DiscreteGaussian(2.0, dimension=0)
+
+
 def test_sampling_without_replacement_lower_bound_uses_the_attained_pair():
     swor = ev.SampledWithoutReplacement(ev.Gaussian(1.1), 100, 10_000) * 10_000
     poisson = ev.PoissonSampled(ev.Gaussian(1.1), 0.01) * 10_000

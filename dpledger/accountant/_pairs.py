@@ -198,10 +198,19 @@ class AtomsPair(Pair):
     """A pair with finitely many loss values: (loss, P-mass, Q-mass) atoms (vectorised)."""
 
     def __init__(self, atoms: list[tuple[float, float, float]]) -> None:
-        order = sorted(atoms)
-        self.losses = np.array([a[0] for a in order], dtype=float)
-        self.p = np.array([a[1] for a in order], dtype=float)
-        self.q = np.array([a[2] for a in order], dtype=float)
+        losses, p, q = (np.array(column, dtype=float) for column in zip(*atoms, strict=True))
+        self._set(losses, p, q)
+
+    @classmethod
+    def from_arrays(cls, losses: np.ndarray, p: np.ndarray, q: np.ndarray) -> AtomsPair:
+        """The pair with atoms (losses[i], p[i], q[i])."""
+        pair = cls.__new__(cls)
+        pair._set(np.asarray(losses, float), np.asarray(p, float), np.asarray(q, float))
+        return pair
+
+    def _set(self, losses: np.ndarray, p: np.ndarray, q: np.ndarray) -> None:
+        order = np.argsort(losses, kind="stable")
+        self.losses, self.p, self.q = losses[order], p[order], q[order]
         self.support = (float(self.losses[0]), float(self.losses[-1]))
         # suffix sums, small terms first where they are (the tails): Σ_{i≥j}
         self._p_tail = np.append(np.cumsum(self.p[::-1])[::-1], 0.0)
@@ -250,26 +259,31 @@ def discrete_gaussian_pair(sigma: float, shift: int) -> AtomsPair | None:
     q = np.exp(log_q - log_q.max()) / norm
     keep = (p > 1e-30 * p.max()) | (q > 1e-30 * q.max())
     losses = (shift * shift - 2 * shift * x[keep]) / (2 * sigma * sigma)
-    return AtomsPair(list(zip(losses.tolist(), p[keep].tolist(), q[keep].tolist(), strict=True)))
+    return AtomsPair.from_arrays(losses, p[keep], q[keep])
 
 
-def discrete_laplace_pair(scale: float, shift: int) -> AtomsPair:
+def discrete_laplace_pair(scale: float, shift: int) -> AtomsPair | None:
     """DLap(0, t) vs DLap(shift, t) on the integers, P[x] ∝ e^{−|x|/t}.
 
     The loss (|x − s| − |x|)/t is s/t for x ≤ 0, (s − 2x)/t for 0 < x < s and −s/t for
     x ≥ s. A one-dimensional integer shift is attainable by any integer statistic whose
     sensitivity is at least ``shift``, so this pair gives *lower* bounds for the discrete
-    Laplace mechanism (its upper bounds use the ε-DP worst case, randomized response).
+    Laplace mechanism; in one dimension it also dominates (see :mod:`.pld`). ``None`` if
+    there are too many atoms to enumerate (more than 4 million).
     """
     if shift <= 0:
         return AtomsPair([(0.0, 1.0, 1.0)])
+    if shift > 4_000_000:
+        return None
     r = math.exp(-1.0 / scale)
-    c = (1 - r) / (1 + r)  # P[X = x] = c·r^{|x|}
+    c = -math.expm1(-1.0 / scale) / (1 + r)  # P[X = x] = c·r^{|x|}
     end = 1 / (1 + r)  # P[X ≤ 0] = P[X ≥ 0]
     far = math.exp(-shift / scale) / (1 + r)  # P[X ≥ s] = P[X ≤ −s]
-    atoms = [(shift / scale, end, far), (-shift / scale, far, end)]
-    atoms += [((shift - 2 * x) / scale, c * r**x, c * r ** (shift - x)) for x in range(1, shift)]
-    return AtomsPair(atoms)
+    x = np.arange(1, shift, dtype=float)
+    losses = np.concatenate([[shift / scale, -shift / scale], (shift - 2 * x) / scale])
+    p = np.concatenate([[end, far], c * np.exp(-x / scale)])
+    q = np.concatenate([[far, end], c * np.exp(-(shift - x) / scale)])
+    return AtomsPair.from_arrays(losses, p, q)
 
 
 class SubsampledPair(Pair):

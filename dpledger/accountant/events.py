@@ -157,6 +157,8 @@ class DiscreteLaplace(Event):
     Args:
         scale: The scale t (in the integer units of the statistic).
         sensitivity: L1 sensitivity of the integer-valued statistic.
+        dimension: Number of coordinates, if known (``None``: any). With ``dimension=1``
+            the PLD method uses the exact one-dimensional pair (see :mod:`.pld`).
 
     The release is ε-DP with ε = Δ₁/t: the density ratio at any shift of L1 norm Δ₁ is at
     most exp(Δ₁/t) (Canonne, Kamath & Steinke 2020, §2; Inusah & Kozubowski 2006).
@@ -164,10 +166,13 @@ class DiscreteLaplace(Event):
 
     scale: float
     sensitivity: float = 1.0
+    dimension: int | None = None
 
     def __post_init__(self) -> None:
         _set(self, "scale", check_positive("scale", self.scale))
         _set(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+        if self.dimension is not None:
+            _set(self, "dimension", check_int_at_least("dimension", self.dimension, 1))
 
     @property
     def epsilon(self) -> float:
@@ -182,6 +187,8 @@ class DiscreteGaussian(Event):
     Args:
         sigma: The parameter σ of P[z] ∝ exp(−z²/(2σ²)) (integer units).
         sensitivity: L2 sensitivity of the integer-valued statistic.
+        dimension: Number of coordinates, if known (``None``: any). With ``dimension=1``
+            the PLD method uses the exact one-dimensional pair (see :mod:`.pld`).
 
     For an integer shift v, D_α(N_Z(0, σ²) ‖ N_Z(v, σ²)) ≤ αv²/(2σ²) (Canonne, Kamath &
     Steinke 2020, §2); Rényi divergences of independent coordinates add, so the release
@@ -190,10 +197,13 @@ class DiscreteGaussian(Event):
 
     sigma: float
     sensitivity: float = 1.0
+    dimension: int | None = None
 
     def __post_init__(self) -> None:
         _set(self, "sigma", check_positive("sigma", self.sigma))
         _set(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+        if self.dimension is not None:
+            _set(self, "dimension", check_int_at_least("dimension", self.dimension, 1))
 
     @property
     def mu(self) -> float:
@@ -432,6 +442,8 @@ def to_dict(event: Event) -> dict[str, Any]:
     out: dict[str, Any] = {"type": type(event).__name__}
     for name in event.__dataclass_fields__:  # type: ignore[attr-defined]
         value = getattr(event, name)
+        if name == "dimension" and value is None:
+            continue  # optional and unknown: omitted (older descriptions lack it)
         if isinstance(value, Event):
             out[name] = to_dict(value)
         elif isinstance(value, tuple):

@@ -225,12 +225,32 @@ def _optimistic_monotone(shape: MonotoneLoss, j0: int, j1: int, h: float) -> _Di
     return _Discrete(j0, np.nan_to_num(masses, posinf=0.0), 0.0, offset)
 
 
+def _connect_the_dots_atoms(pair: AtomsPair, j0: int, j1: int, h: float) -> _Discrete:
+    """Connect-the-dots masses of a pair with finitely many losses, atom by atom.
+
+    An atom with P-mass p at loss ℓ ∈ [εₖ, εₖ₊₁] is spread, linearly in e^ℓ, to the two
+    grid points (as in :func:`_connect_the_dots_monotone`): P-mass
+    p·(e^{h−d} − 1)/(e^h − 1) to εₖ and p·e^{h−d}(e^d − 1)/(e^h − 1) to εₖ₊₁, d = ℓ − εₖ.
+    Every term is non-negative, so no mass is lost to cancellation.
+    """
+    n = j1 - j0 + 1
+    k = np.clip(np.floor(pair.losses / h).astype(np.int64) - j0, 0, n - 2)
+    d = np.clip(pair.losses - (j0 + k) * h, 0.0, h)
+    em1h = math.expm1(h)
+    down = pair.p * np.expm1(h - d) / em1h
+    up = pair.p * np.exp(h - d) * np.expm1(d) / em1h
+    masses = np.bincount(k, down, n) + np.bincount(k + 1, up, n)
+    return _Discrete(j0, masses, pair.infinite_mass)
+
+
 def connect_the_dots(pair: Pair, h: float) -> _Discrete:
     """The dominating grid PLD of ``pair`` (Doroshenko et al. 2022), as described above."""
     j0, j1 = _grid_range(pair, h)
     shape = pair.monotone()
     if shape is not None:
         return _connect_the_dots_monotone(shape, j0, j1, h)
+    if isinstance(pair, AtomsPair):
+        return _connect_the_dots_atoms(pair, j0, j1, h)
     eps = np.arange(j0, j1 + 1) * h
     delta = pair.hockey(eps)
     delta = np.maximum.accumulate(delta[::-1])[::-1]  # enforce monotonicity (rounding)
@@ -283,10 +303,19 @@ def _pairs(atom: ev.Event, kind: str = "upper") -> list[Pair]:
         return [GaussianPair(atom.mu)]
     if isinstance(atom, ev.Laplace):
         return [LaplacePair(atom.epsilon)]
-    if isinstance(atom, ev.DiscreteLaplace) and kind == "lower":
-        # the largest attainable integer shift (rounded down: the safe side here)
-        return [discrete_laplace_pair(atom.scale, math.floor(atom.sensitivity))]
-    if isinstance(atom, ev.DiscreteGaussian) and kind == "lower":
+    # Discrete noise on an integer statistic: the largest integer shift ⌊Δ⌋ is attained
+    # (a lower bound in any dimension). In one dimension it also DOMINATES every smaller
+    # shift: both families have monotone likelihood ratios (p(x − s)/p(x) is non-decreasing
+    # in x), so the Neyman–Pearson tests of P₀ against every Pₛ are the same threshold
+    # tests, whose power grows with s (Pₛ is a shift); the trade-off curve of (P₀, P_⌊Δ⌋)
+    # is therefore below that of every (P₀, Pₛ), i.e. its hockey-stick curve is above.
+    # Negative shifts and the reversed pair follow by symmetry.
+    exact_1d = getattr(atom, "dimension", None) == 1
+    if isinstance(atom, ev.DiscreteLaplace) and (kind == "lower" or exact_1d):
+        dl_pair = discrete_laplace_pair(atom.scale, math.floor(atom.sensitivity))
+        if dl_pair is not None:
+            return [dl_pair]
+    if isinstance(atom, ev.DiscreteGaussian) and (kind == "lower" or exact_1d):
         pair = discrete_gaussian_pair(atom.sigma, math.floor(atom.sensitivity))
         if pair is not None:
             return [pair]

@@ -188,7 +188,8 @@ class Laplace(_GridMechanism):
         """DiscreteLaplace on the grid (safe) or Laplace (textbook)."""
         if not self.safe:
             return ev.Laplace(self.scale, self.sensitivity)
-        return ev.DiscreteLaplace(*self._grid())
+        scale, sensitivity = self._grid()
+        return ev.DiscreteLaplace(scale, sensitivity, dimension=self.dimension)
 
     def _draw_grid(self, size: int, rng: np.random.Generator) -> np.ndarray:
         t = Fraction(self.scale) / Fraction(self.granularity)
@@ -244,7 +245,8 @@ class Gaussian(_GridMechanism):
         """DiscreteGaussian on the grid (safe) or Gaussian (textbook)."""
         if not self.safe:
             return ev.Gaussian(self.sigma, self.sensitivity)
-        return ev.DiscreteGaussian(*self._grid())
+        sigma, sensitivity = self._grid()
+        return ev.DiscreteGaussian(sigma, sensitivity, dimension=self.dimension)
 
     def _draw_grid(self, size: int, rng: np.random.Generator) -> np.ndarray:
         s = Fraction(self.sigma) / Fraction(self.granularity)
@@ -274,7 +276,7 @@ class DiscreteLaplace(Mechanism):
     @property
     def event(self) -> ev.DiscreteLaplace:
         """The discrete Laplace event."""
-        return ev.DiscreteLaplace(self.scale, self.sensitivity)
+        return ev.DiscreteLaplace(self.scale, self.sensitivity, dimension=self.dimension)
 
     def validate(self, value: Any) -> None:
         """``value`` must be integer-valued with ``dimension`` entries."""
@@ -309,7 +311,7 @@ class DiscreteGaussian(Mechanism):
     @property
     def event(self) -> ev.DiscreteGaussian:
         """The discrete Gaussian event."""
-        return ev.DiscreteGaussian(self.sigma, self.sensitivity)
+        return ev.DiscreteGaussian(self.sigma, self.sensitivity, dimension=self.dimension)
 
     def validate(self, value: Any) -> None:
         """``value`` must be integer-valued with ``dimension`` entries."""
