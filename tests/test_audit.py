@@ -311,6 +311,21 @@ def test_discrete_gaussian_between_its_bounds(claimed, verdict):
         assert any("violation is not proved" in f for f in report.findings)
 
 
+def test_one_dimensional_discrete_gaussian_is_judged_exactly():
+    """dimension = 1: the exact pair applies, so ε is pinned to [9.9952, 9.9970]."""
+    release = {
+        "mechanism": "discrete_gaussian",
+        "sigma": 5.0,
+        "sensitivity": 1.0,
+        "count": 100,
+        "dimension": 1,
+    }
+    report = audit(claim(10.0, 1e-5), release)
+    assert report.verdict == "holds"
+    assert report.epsilon - report.epsilon_lower < 1e-2 and report.epsilon < 10.0
+    assert audit(claim(9.99, 1e-5), release).verdict == "violated"
+
+
 @pytest.mark.parametrize(("claimed", "verdict"), [(5.0, "violated"), (8.0, "not_certified")])
 def test_sampling_without_replacement_bounds(claimed, verdict):
     """SWOR DP-SGD under replace-one: the attained pair gives ε ≥ 5.16; the RDP upper bound

@@ -274,9 +274,9 @@ def _base_event(release: Release, adjacency: str, findings: list[str]) -> ev.Eve
             scale = p.get("noise_sensitivity", sens) / p["epsilon"]
         return ev.Laplace(scale=scale, sensitivity=sens)
     if mech == "discrete_gaussian":
-        return ev.DiscreteGaussian(sigma=p["sigma"], sensitivity=sens)
+        return ev.DiscreteGaussian(p["sigma"], sens, dimension=p.get("dimension"))
     if mech == "discrete_laplace":
-        return ev.DiscreteLaplace(scale=p["scale"], sensitivity=sens)
+        return ev.DiscreteLaplace(p["scale"], sens, dimension=p.get("dimension"))
     if mech == "randomized_response":
         return ev.RandomizedResponse(epsilon=p["epsilon"], categories=int(p.get("categories", 2)))
     if mech in ("exponential", "report_noisy_max", "permute_and_flip", "pure_dp"):

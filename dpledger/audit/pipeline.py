@@ -62,8 +62,8 @@ SAMPLING = ("none", "poisson", "without_replacement", "shuffled", "fixed_batches
 MECHANISMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "gaussian": (("sensitivity",), ("sigma",)),
     "laplace": (("sensitivity",), ("scale",)),
-    "discrete_gaussian": (("sigma", "sensitivity"), ()),
-    "discrete_laplace": (("scale", "sensitivity"), ()),
+    "discrete_gaussian": (("sigma", "sensitivity"), ("dimension",)),
+    "discrete_laplace": (("scale", "sensitivity"), ("dimension",)),
     "randomized_response": (("epsilon",), ("categories",)),
     "exponential": (("epsilon",), ()),
     "report_noisy_max": (("epsilon",), ()),
@@ -450,10 +450,11 @@ class _Validator:
             value = table[key]
             if key == "sensitivity":
                 params[key] = self._sensitivity(value, where, line(key))
-            elif key == "categories":
-                if not isinstance(value, int) or isinstance(value, bool) or value < 2:
+            elif key in ("categories", "dimension"):
+                least = 2 if key == "categories" else 1
+                if not isinstance(value, int) or isinstance(value, bool) or value < least:
                     self.problem(
-                        line(key), f"{where}: categories must be an integer ≥ 2; found {value!r}"
+                        line(key), f"{where}: {key} must be an integer ≥ {least}; found {value!r}"
                     )
                 params[key] = value
             else:
