@@ -103,3 +103,29 @@ def test_pld_laplace_agrees_with_dp_accounting():
     )
     ours = acc.epsilon(ev.Laplace(1.0) * 100, 1e-6, method="pld")
     assert abs(ours - theirs) <= 1e-5
+
+
+@pytest.mark.parametrize(("scale", "shift", "count"), [(2.0, 3, 5), (1.0, 1, 20), (5.0, 2, 50)])
+def test_one_dimensional_discrete_laplace_agrees_with_dp_accounting(scale, shift, count):
+    theirs = (
+        pld_module.from_discrete_laplace_mechanism(
+            1 / scale, sensitivity=shift, value_discretization_interval=1e-5
+        )
+        .self_compose(count)
+        .get_epsilon_for_delta(1e-6)
+    )
+    ours = acc.epsilon(ev.DiscreteLaplace(scale, shift, dimension=1) * count, 1e-6, method="pld")
+    assert abs(ours - theirs) <= 5e-5
+
+
+@pytest.mark.parametrize(("sigma", "shift", "count"), [(2.0, 1, 3), (5.0, 1, 20), (3.0, 2, 4)])
+def test_one_dimensional_discrete_gaussian_agrees_with_dp_accounting(sigma, shift, count):
+    theirs = (
+        pld_module.from_discrete_gaussian_mechanism(
+            sigma, sensitivity=shift, value_discretization_interval=1e-5
+        )
+        .self_compose(count)
+        .get_epsilon_for_delta(1e-6)
+    )
+    ours = acc.epsilon(ev.DiscreteGaussian(sigma, shift, dimension=1) * count, 1e-6, method="pld")
+    assert abs(ours - theirs) <= 5e-5
