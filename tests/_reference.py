@@ -107,6 +107,34 @@ def rdp_epsilon(curve, delta: float, lo: float = 1.0001, hi: float = 1e4) -> mpm
     return f((a + b) / 2)
 
 
+def _integer_atoms_epsilon(
+    atoms: dict[int, mpmath.mpf], unit: mpmath.mpf, count: int, delta: float, top: mpmath.mpf
+) -> mpmath.mpf:
+    """ε(δ) of ``count`` releases whose loss is key·unit with P-mass atoms[key]: exact
+    convolution of the atoms (keys add), then bisection of δ(ε) on [0, top]."""
+    dist: dict[int, mpmath.mpf] = {0: mpmath.mpf(1)}
+    for _ in range(count):
+        nxt: dict[int, mpmath.mpf] = {}
+        for key, p in dist.items():
+            for a, pa in atoms.items():
+                nxt[key + a] = nxt.get(key + a, 0) + p * pa
+        dist = nxt
+
+    def delta_at(eps: mpmath.mpf) -> mpmath.mpf:
+        return mpmath.fsum(
+            p * (1 - mpmath.e ** (eps - key * unit)) for key, p in dist.items() if key * unit > eps
+        )
+
+    lo, hi = mpmath.mpf(0), top
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if delta_at(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 def discrete_laplace_epsilon(scale: float, shift: int, count: int, delta: float) -> mpmath.mpf:
     """ε(δ) of ``count`` releases of DLap(0, t) vs DLap(shift, t), by exact enumeration.
 
@@ -121,67 +149,23 @@ def discrete_laplace_epsilon(scale: float, shift: int, count: int, delta: float)
         atoms: dict[int, mpmath.mpf] = {shift: 1 / (1 + r), -shift: r**shift / (1 + r)}
         for x in range(1, shift):
             atoms[shift - 2 * x] = atoms.get(shift - 2 * x, 0) + c * r**x
-        dist: dict[int, mpmath.mpf] = {0: mpmath.mpf(1)}
-        for _ in range(count):
-            nxt: dict[int, mpmath.mpf] = {}
-            for loss, p in dist.items():
-                for a, pa in atoms.items():
-                    nxt[loss + a] = nxt.get(loss + a, 0) + p * pa
-            dist = nxt
-
-        def delta_at(eps: mpmath.mpf) -> mpmath.mpf:
-            return mpmath.fsum(
-                p * (1 - mpmath.e ** (eps - loss / t)) for loss, p in dist.items() if loss / t > eps
-            )
-
-        lo, hi = mpmath.mpf(0), mpmath.mpf(count * shift) / t
-        for _ in range(100):
-            mid = (lo + hi) / 2
-            if delta_at(mid) > delta:
-                lo = mid
-            else:
-                hi = mid
-        return hi
+        return _integer_atoms_epsilon(atoms, 1 / t, count, delta, count * shift / t)
 
 
 def discrete_gaussian_epsilon(sigma: float, shift: int, count: int, delta: float) -> mpmath.mpf:
     """ε(δ) of ``count`` releases of N_Z(0, σ²) vs N_Z(shift, σ²), by exact enumeration.
 
-    30-digit arithmetic; atoms beyond ±(14σ + shift) (mass below 1e-40) are left out. The
-    loss (s² − 2sx)/(2σ²) is a multiple of s/σ², so atoms are keyed by integers.
+    30-digit arithmetic; atoms beyond ±(14σ + shift), and atoms of mass below 1e-45, are
+    left out (dropping mass can only lower δ: the reference is a slight under-estimate).
+    The loss (s² − 2sx)/(2σ²) is (s − 2x)·s/(2σ²), so atoms are keyed by s − 2x.
     """
     with mpmath.workdps(30):
         s2 = mpmath.mpf(sigma) ** 2
         half = int(14 * sigma) + shift + 1
         weights = {x: mpmath.e ** (-mpmath.mpf(x * x) / (2 * s2)) for x in range(-half, half + 1)}
         norm = mpmath.fsum(weights.values())
-        # loss in units of u = s/σ² ... key: s − 2x (loss = key·s/(2σ²))
         atoms: dict[int, mpmath.mpf] = {}
         for x, w in weights.items():
-            atoms[shift - 2 * x] = atoms.get(shift - 2 * x, 0) + w / norm
-        dist: dict[int, mpmath.mpf] = {0: mpmath.mpf(1)}
-        for _ in range(count):
-            nxt: dict[int, mpmath.mpf] = {}
-            for key, p in dist.items():
-                for a, pa in atoms.items():
-                    if pa < mpmath.mpf(10) ** -45:
-                        continue
-                    nxt[key + a] = nxt.get(key + a, 0) + p * pa
-            dist = nxt
-        unit = mpmath.mpf(shift) / (2 * s2)
-
-        def delta_at(eps: mpmath.mpf) -> mpmath.mpf:
-            return mpmath.fsum(
-                p * (1 - mpmath.e ** (eps - key * unit))
-                for key, p in dist.items()
-                if key * unit > eps
-            )
-
-        lo, hi = mpmath.mpf(0), mpmath.mpf(100)
-        for _ in range(100):
-            mid = (lo + hi) / 2
-            if delta_at(mid) > delta:
-                lo = mid
-            else:
-                hi = mid
-        return hi
+            if w / norm >= mpmath.mpf(10) ** -45:
+                atoms[shift - 2 * x] = atoms.get(shift - 2 * x, 0) + w / norm
+        return _integer_atoms_epsilon(atoms, shift / (2 * s2), count, delta, mpmath.mpf(100))
