@@ -231,10 +231,9 @@ def _run(
             f"Found {type(mechanism).__name__}."
         )
     out = []
-    for i in range(samples):
+    for _ in range(samples):
         out.append(call(data, rng))
         progress(1)
-        del i
     return out
 
 
