@@ -105,27 +105,31 @@ def test_pld_laplace_agrees_with_dp_accounting():
     assert abs(ours - theirs) <= 1e-5
 
 
-@pytest.mark.parametrize(("scale", "shift", "count"), [(2.0, 3, 5), (1.0, 1, 20), (5.0, 2, 50)])
-def test_one_dimensional_discrete_laplace_agrees_with_dp_accounting(scale, shift, count):
-    theirs = (
-        pld_module.from_discrete_laplace_mechanism(
-            1 / scale, sensitivity=shift, value_discretization_interval=1e-5
-        )
-        .self_compose(count)
-        .get_epsilon_for_delta(1e-6)
-    )
-    ours = acc.epsilon(ev.DiscreteLaplace(scale, shift, dimension=1) * count, 1e-6, method="pld")
-    assert abs(ours - theirs) <= 5e-5
+DISCRETE_1D = [
+    *[
+        ("laplace", scale, shift, count)
+        for scale, shift, count in [(2.0, 3, 5), (1.0, 1, 20), (5.0, 2, 50)]
+    ],
+    *[
+        ("gaussian", sigma, shift, count)
+        for sigma, shift, count in [(2.0, 1, 3), (5.0, 1, 20), (3.0, 2, 4)]
+    ],
+]
 
 
-@pytest.mark.parametrize(("sigma", "shift", "count"), [(2.0, 1, 3), (5.0, 1, 20), (3.0, 2, 4)])
-def test_one_dimensional_discrete_gaussian_agrees_with_dp_accounting(sigma, shift, count):
-    theirs = (
-        pld_module.from_discrete_gaussian_mechanism(
-            sigma, sensitivity=shift, value_discretization_interval=1e-5
+@pytest.mark.parametrize(("noise", "width", "shift", "count"), DISCRETE_1D)
+def test_one_dimensional_discrete_noise_agrees_with_dp_accounting(noise, width, shift, count):
+    """1-D discrete Laplace (scale) / Gaussian (σ) against dp_accounting's discrete PLDs."""
+    if noise == "laplace":
+        theirs_pld = pld_module.from_discrete_laplace_mechanism(
+            1 / width, sensitivity=shift, value_discretization_interval=1e-5
         )
-        .self_compose(count)
-        .get_epsilon_for_delta(1e-6)
-    )
-    ours = acc.epsilon(ev.DiscreteGaussian(sigma, shift, dimension=1) * count, 1e-6, method="pld")
+        event: ev.Event = ev.DiscreteLaplace(width, shift, dimension=1)
+    else:
+        theirs_pld = pld_module.from_discrete_gaussian_mechanism(
+            width, sensitivity=shift, value_discretization_interval=1e-5
+        )
+        event = ev.DiscreteGaussian(width, shift, dimension=1)
+    theirs = theirs_pld.self_compose(count).get_epsilon_for_delta(1e-6)
+    ours = acc.epsilon(event * count, 1e-6, method="pld")
     assert abs(ours - theirs) <= 5e-5
