@@ -153,8 +153,8 @@ def test_budgets_are_typed_and_ordered():
 @pytest.mark.parametrize("accountant", ["zcdp", "gdp", "rdp"])
 def test_budget_converts_to_target(accountant):
     ledger = dpl.Ledger(2.0, 1e-7, accountant=accountant)
-    limit = ledger._filter.limit()
-    eps, delta = ledger._filter.guarantee(limit)
+    limit = ledger._base.limit()
+    eps, delta = ledger._base.guarantee(limit)
     assert eps <= 2.0 and delta <= 1e-7
     assert eps >= 2.0 * (1 - 1e-9)  # and it uses the whole budget
 
@@ -188,7 +188,7 @@ def test_plan_refused_when_over_budget_and_after_spending():
     with pytest.raises(BudgetExceededError):
         ledger.plan([ev.Gaussian(1.0)] * 10)
     ledger.spend(ev.Gaussian(100.0))
-    with pytest.raises(InvalidArgumentError, match="nothing spent"):
+    with pytest.raises(InvalidArgumentError, match="nothing recorded"):
         ledger.plan([ev.Gaussian(100.0)])
 
 

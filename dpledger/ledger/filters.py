@@ -5,18 +5,27 @@ privacy parameters after seeing earlier outputs, and halts before the total woul
 exceed the budget; the whole interaction is then (ε, δ)-DP. Each class here states what
 it charges per release, its budget, and the theorem that makes it a valid filter.
 
-Charges are tuples of floats, accumulated with exact rational arithmetic and rounded
-up (:func:`dpledger._numerics.sum_up`); budgets are rounded down.
+Charges are tuples of floats (each rounded up). A ledger's running total is the *exact*
+rational sum of its charges (:class:`fractions.Fraction`), compared with the budget
+(rounded down) exactly and shown rounded up: so "how many more fit" (:meth:`Filter.fits_count`)
+and spending them one by one can never disagree.
+
+:class:`PlannedFilter` is the filter of a schedule fixed in advance: certified once, as a
+whole, by a method that is valid only for non-adaptive schedules (exact optimal
+composition, PLD), it accepts exactly the planned releases — a plan is one more
+currency, not a special case of the ledger.
 """
 
 from __future__ import annotations
 
 import abc
+import bisect
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
-from dpledger._numerics import round_up, sum_up
+from dpledger._numerics import float_up, round_up, sum_up
 from dpledger._solve import smallest_satisfying
 from dpledger._validation import check_positive
 from dpledger.accountant import events as ev
@@ -33,14 +42,17 @@ __all__ = [
     "Filter",
     "GDPBudget",
     "GDPFilter",
+    "PlannedFilter",
     "RDPBudget",
     "RDPFilter",
+    "ScheduleBudget",
     "ZCDPBudget",
     "ZCDPFilter",
     "make_filter",
 ]
 
 Charge = tuple[float, ...]
+Total = tuple[Fraction, ...]
 
 
 # -- typed budgets ---------------------------------------------------------------------
@@ -121,6 +133,18 @@ class RDPBudget(Budget):
         return (self.value,)
 
 
+@dataclass(frozen=True)
+class ScheduleBudget(Budget):
+    """Releases of a planned schedule (the currency of a planned ledger)."""
+
+    releases: float
+    currency: ClassVar[str] = "plan"
+
+    def as_tuple(self) -> Charge:
+        """(releases,)."""
+        return (self.releases,)
+
+
 # -- filters -----------------------------------------------------------------------------
 
 
@@ -137,6 +161,16 @@ class Filter(abc.ABC):
     @abc.abstractmethod
     def charge(self, event: ev.Event) -> Charge:
         """What one release of ``event`` costs (rounded up). Raises NotApplicableError."""
+
+    def cost(self, event: ev.Event) -> Charge:
+        """:meth:`charge`, memoised per event (events are immutable values)."""
+        cache: dict[ev.Event, Charge] = self.__dict__.setdefault("_costs", {})
+        found = cache.get(event)
+        if found is None:
+            found = tuple(self.charge(event))
+            if len(cache) < 4096:
+                cache[event] = found
+        return found
 
     @abc.abstractmethod
     def limit(self) -> Charge:
@@ -161,25 +195,70 @@ class Filter(abc.ABC):
             f"could not settle a budget for ({self.epsilon!r}, {self.delta!r}) in {self.name!r}"
         )
 
-    def zero(self) -> Charge:
-        """No spend."""
-        return tuple(0.0 for _ in self.limit())
+    def zero(self) -> Total:
+        """No spend (an exact total)."""
+        return tuple(Fraction(0) for _ in self.limit())
 
-    def add(self, total: Charge, charge: Charge) -> Charge:
-        """Total + charge, exactly, rounded up."""
-        return tuple(sum_up(a, b) for a, b in zip(total, charge, strict=True))
+    def add(self, total: Total, charge: Charge) -> Total:
+        """Total + charge, exactly."""
+        return tuple(a + Fraction(b) for a, b in zip(total, charge, strict=True))
 
-    def fits(self, total: Charge) -> bool:
-        """Is a total spend within the budget?"""
-        return all(a <= b for a, b in zip(total, self.limit(), strict=True))
+    def fits(self, total: Total) -> bool:
+        """Is an exact total within the budget?"""
+        return all(a <= Fraction(b) for a, b in zip(total, self.limit(), strict=True))
+
+    def fits_count(self, total: Total, charge: Charge) -> int:
+        """How many more releases costing ``charge`` fit after ``total`` (exact).
+
+        The largest n with total + n·charge within the budget; it is exactly the number
+        of sequential spends that will be accepted, because totals are exact sums.
+        Infinite charges fit zero times; an all-zero charge fits 2⁶³ − 1 times.
+        """
+        counts = []
+        for used, cost, limit in zip(total, charge, self.limit(), strict=True):
+            if cost == 0:
+                continue
+            if math.isinf(cost):
+                return 0
+            room = Fraction(limit) - used
+            counts.append(max(0, math.floor(room / Fraction(cost))))
+        if not self.fits(total):
+            return 0
+        return min(counts) if counts else 2**63 - 1
+
+    def refusal(self, requested: Budget, remaining: Budget) -> str:
+        """The message of a refused release."""
+        return (
+            f"this release would exceed the budget: it costs {requested} but only "
+            f"{remaining} remains. Use more noise, fewer releases, or a new ledger; "
+            "nothing was charged."
+        )
+
+    def admit(self, total: Total, event: ev.Event) -> None:  # noqa: B027 (optional hook)
+        """Raise if ``event`` may not come next (beyond what it costs). Default: any may."""
+
+    def fits_event(self, total: Total, event: ev.Event) -> int:
+        """How many more releases of ``event`` this filter accepts after ``total``."""
+        return self.fits_count(total, self.cost(event))
+
+    def shown(self, total: Total) -> Charge:
+        """An exact total as floats, rounded up (what receipts and reports show)."""
+        return tuple(float_up(t) for t in total)
 
     def budget(self, amount: Charge) -> Budget:
         """``amount`` as a typed budget."""
         return self.budget_type(*amount)
 
-    def remaining(self, total: Charge) -> Charge:
-        """What is left, coordinate-wise (never negative)."""
-        return tuple(max(0.0, b - a) for a, b in zip(total, self.limit(), strict=True))
+    def remaining(self, total: Total) -> Charge:
+        """What is left, coordinate-wise, rounded down (never negative)."""
+        out = []
+        for used, limit in zip(total, self.limit(), strict=True):
+            room = Fraction(limit) - used
+            value = float(room) if room > 0 else 0.0
+            if Fraction(value) > room:
+                value = math.nextafter(value, -math.inf)
+            out.append(max(0.0, value))
+        return tuple(out)
 
     def config(self) -> dict[str, Any]:
         """The parameters that define this filter (persisted with a ledger)."""
@@ -378,6 +457,141 @@ class RDPFilter(Filter):
     def config(self) -> dict[str, Any]:
         """Includes the order."""
         return {"accountant": self.name, "order": self.order}
+
+
+Run = tuple[ev.Event, int]
+
+
+def schedule_runs(events: list[ev.Event]) -> tuple[Run, ...]:
+    """Run-length form of a schedule: consecutive equal releases as (event, count)."""
+    runs: list[list[Any]] = []
+    for event in events:
+        if runs and runs[-1][0] == event:
+            runs[-1][1] += 1
+        else:
+            runs.append([event, 1])
+    return tuple((e, int(c)) for e, c in runs)
+
+
+class PlannedFilter(Filter):
+    """A schedule of releases fixed in advance, certified once as a whole.
+
+    Exact optimal composition (Kairouz, Oh & Viswanath 2015) and numerical privacy-loss
+    distributions (dominating pairs compose: Zhu, Dong & Wang 2022, Thm 10) are valid for
+    *adaptive composition* — each release's input may depend on earlier outputs — but
+    only when which mechanism comes at each position is fixed in advance. Choosing the
+    next mechanism (or its noise) after seeing outputs is what a filter is for, and these
+    methods are not valid filters (Rogers, Roth, Ullman & Vadhan 2016 show that
+    composition bounds can fail when parameters are chosen adaptively). So a planned
+    ledger accepts exactly the declared sequence, **in the declared order** (a schedule of
+    identical steps, such as DP-SGD, has no order to keep). Stopping early is always
+    allowed: the releases not made are a post-processing of the certified whole.
+
+    The charge of a release is one position of the schedule; the budget is its length.
+    The reported guarantee after any number of releases is the certified (ε, δ) of the
+    whole schedule — an upper bound for every prefix of it.
+    """
+
+    name: ClassVar[str] = "plan"
+    budget_type: ClassVar[type[Budget]] = ScheduleBudget
+
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float,
+        runs: tuple[Run, ...],
+        method: str,
+    ) -> None:
+        from dpledger import accountant as _accountant
+
+        super().__init__(epsilon, delta)
+        if not runs:
+            raise InvalidArgumentError("`events` must contain at least one release. Found none.")
+        self.runs = runs
+        self.method = method
+        self._starts: list[int] = []
+        position = 0
+        for _, count in runs:
+            self._starts.append(position)
+            position += count
+        self.length = position
+        self.members = frozenset(event for event, _ in runs)
+        self.composed: ev.Event = ev.Composed(
+            tuple(event if count == 1 else ev.Repeated(event, count) for event, count in runs)
+        )
+        self.plan_epsilon = _accountant.epsilon(self.composed, delta, method=method)
+
+    def event_at(self, position: int) -> ev.Event:
+        """The release planned at ``position`` (0-based)."""
+        index = bisect.bisect_right(self._starts, position) - 1
+        return self.runs[index][0]
+
+    def charge(self, event: ev.Event) -> Charge:
+        """One position of the schedule, for a release that is in it."""
+        if event not in self.members:
+            raise NotApplicableError(
+                f"{event!r} is not in this ledger's planned schedule; a planned ledger accepts "
+                "exactly the declared releases."
+            )
+        return (1.0,)
+
+    def admit(self, total: Total, event: ev.Event) -> None:
+        """The release must be the next one of the schedule."""
+        position = int(total[0])
+        if position >= self.length:
+            return  # the cost check refuses it (the schedule is used up)
+        expected = self.event_at(position)
+        if expected != event:
+            raise NotApplicableError(
+                f"the planned schedule's next release (number {position + 1} of "
+                f"{self.length}) is {expected!r}, not {event!r}; a planned ledger accepts its "
+                "releases in the declared order."
+            )
+
+    def fits_event(self, total: Total, event: ev.Event) -> int:
+        """How many of the next planned releases are ``event`` (consecutively)."""
+        position = int(total[0])
+        if position >= self.length or self.event_at(position) != event:
+            return 0
+        index = bisect.bisect_right(self._starts, position) - 1
+        count = self.runs[index][1] - (position - self._starts[index])
+        for following, more in self.runs[index + 1 :]:
+            if following != event:
+                break
+            count += more
+        return count
+
+    def remaining_events(self, total: Total) -> list[ev.Event]:
+        """The planned releases not yet made, in order."""
+        position = int(total[0])
+        index = bisect.bisect_right(self._starts, position) - 1 if position < self.length else 0
+        if position >= self.length:
+            return []
+        out = [self.runs[index][0]] * (self.runs[index][1] - (position - self._starts[index]))
+        for event, count in self.runs[index + 1 :]:
+            out.extend([event] * count)
+        return out
+
+    def refusal(self, requested: Budget, remaining: Budget) -> str:
+        """The schedule is used up."""
+        return (
+            f"all {self.length} planned releases were made; a planned ledger accepts exactly "
+            "the declared schedule. Nothing was charged."
+        )
+
+    def limit(self) -> Charge:
+        """(length of the schedule,)."""
+        return (float(self.length),)
+
+    def guarantee(self, total: Charge) -> tuple[float, float]:
+        """The certified (ε, δ) of the whole schedule (an upper bound for every prefix)."""
+        if total[0] == 0:
+            return (0.0, 0.0)
+        return (self.plan_epsilon, self.delta)
+
+    def config(self) -> dict[str, Any]:
+        """The method and the schedule."""
+        return {"accountant": self.name, "method": self.method}
 
 
 FILTERS: dict[str, type[Filter]] = {

@@ -1,0 +1,785 @@
+"""The Ledger: a privacy filter that charges every release before it happens.
+
+``Ledger(epsilon, delta)`` keeps a budget in one currency (see
+:mod:`dpledger.ledger.filters`): ``spend`` charges a release *before* it happens and
+refuses one that would overrun the budget, recording nothing; ``release`` validates the
+input, charges, and only then draws the noise, so no noisy value exists without its
+charge. Every currency is a valid privacy filter for adaptively chosen releases (the
+theorem is in each filter's docstring), so the whole interaction is (ε, δ)-DP however
+the analyst chooses the next release.
+
+What the ledger certifies is its budget: a filter guarantees that the interaction,
+stopped by the filter, is (ε, δ)-DP. ``spent`` reports the filter-tracked total so far,
+converted to (ε, δ) — informative, and never above the budget.
+
+Methods that are valid only for a schedule fixed in advance (exact optimal composition,
+numerical PLD) are available through :meth:`Ledger.plan`: declare every release up
+front; the ledger certifies the whole schedule once with that method and from then on is
+a :class:`~dpledger.ledger.filters.PlannedFilter` that accepts exactly the planned
+releases, in order.
+
+One code path. Every receipt — one being written now, or one read back from a file or
+an export — goes through the same transition (:meth:`Ledger._transition`): the filter in
+force decides whether the release is admitted and what it costs, the exact total moves,
+and the budget is checked. Receipts written by other processes are re-checked the same
+way, so a file can never hold a spend its budget refuses.
+
+With ``path=`` the ledger lives in an SQLite file (see :mod:`dpledger.ledger.store`):
+each receipt is one IMMEDIATE transaction that re-reads and verifies the current state
+before deciding, so several processes, and several threads sharing one ``Ledger``, can
+use one file without overspending; receipts are hash-chained, the head is sealed (an
+HMAC with a key), and everything is verified on open.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from dpledger._validation import check_choice, check_nonnegative, check_positive, check_probability
+from dpledger.accountant import METHODS
+from dpledger.accountant import events as ev
+from dpledger.errors import (
+    BudgetExceededError,
+    DPLedgerError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    LedgerIntegrityError,
+    NotApplicableError,
+)
+from dpledger.ledger.filters import (
+    ACCOUNTANT_CHOICES,
+    Budget,
+    Filter,
+    PlannedFilter,
+    Total,
+    make_filter,
+    schedule_runs,
+)
+from dpledger.ledger.store import (
+    FORMAT,
+    LedgerStore,
+    Row,
+    canonical,
+    chain_hash,
+    check_head,
+    make_head,
+    verify_rows,
+)
+
+__all__ = ["Ledger", "Receipt"]
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """The record of one charge.
+
+    Attributes:
+        seq: Position in the ledger (0, 1, ...).
+        kind: "spend", or "plan" for the declaration of a planned schedule.
+        event: What was released (an event), or the planned schedule.
+        label: The caller's label, if any.
+        currency: The ledger's currency ("approx_dp", "zcdp", "gdp", "rdp", "plan").
+        charge: What this release cost, in that currency.
+        total: The cumulative spend after it (rounded up).
+        epsilon: The filter-tracked ε after it (at the ledger's δ).
+        delta: The δ it is reported at.
+        timestamp: UTC time of the charge (ISO 8601).
+        hash: The receipt's chain hash (hex).
+    """
+
+    seq: int
+    kind: str
+    event: ev.Event
+    label: str | None
+    currency: str
+    charge: tuple[float, ...]
+    total: tuple[float, ...]
+    epsilon: float
+    delta: float
+    timestamp: str
+    hash: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {
+            "seq": self.seq,
+            "kind": self.kind,
+            "event": ev.to_dict(self.event),
+            "label": self.label,
+            "currency": self.currency,
+            "charge": list(self.charge),
+            "total": list(self.total),
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "timestamp": self.timestamp,
+            "hash": self.hash,
+        }
+
+
+def _as_event(item: Any, epsilon: Any, delta: Any) -> ev.Event:
+    if item is None:
+        if epsilon is None:
+            raise InvalidArgumentError(
+                "spend() needs an event, a mechanism, or `epsilon=` (and optionally `delta=`)."
+            )
+        eps = check_nonnegative("epsilon", epsilon)
+        d = check_probability("delta", 0.0 if delta is None else delta)
+        return ev.ApproxDP(eps, d) if d > 0 else ev.PureDP(eps)
+    if epsilon is not None or delta is not None:
+        raise InvalidArgumentError(
+            "pass either an event/mechanism or `epsilon=`/`delta=`, not both."
+        )
+    if isinstance(item, ev.Event):
+        return item
+    event = getattr(item, "event", None)
+    if isinstance(event, ev.Event):
+        return event
+    raise InvalidArgumentTypeError(
+        "spend() takes a privacy event, a mechanism (anything with an `.event`), or "
+        f"epsilon=/delta=. Found {item!r} of type {type(item).__name__}."
+    )
+
+
+def _check_adjacency(event: ev.Event, adjacency: str) -> None:
+    stack = [event]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (ev.PoissonSampled, ev.SampledWithoutReplacement)):
+            if current.adjacency != adjacency:
+                raise InvalidArgumentError(
+                    f"{type(current).__name__} is analysed under {current.adjacency!r} "
+                    f"adjacency but this ledger uses {adjacency!r}; the guarantees would not "
+                    "compose. Open the ledger with the matching `adjacency`."
+                )
+            stack.append(current.event)
+        elif isinstance(current, ev.Repeated):
+            stack.append(current.event)
+        elif isinstance(current, ev.Composed):
+            stack.extend(current.events)
+
+
+def _check_label(label: Any) -> str | None:
+    if label is not None and not isinstance(label, str):
+        raise InvalidArgumentTypeError(f"`label` must be a string. Found {label!r}.")
+    return label
+
+
+@dataclass(frozen=True)
+class _State:
+    """The ledger's state after a receipt: the filter in force and the exact total."""
+
+    filter: Filter
+    total: Total
+
+
+def _corrupt(seq: Any, error: Exception) -> NoReturn:
+    raise LedgerIntegrityError(f"receipt {seq!r} does not verify: {error}") from error
+
+
+class Ledger:
+    """A privacy budget that every release is charged to before it happens.
+
+    Args:
+        epsilon: The total ε of the budget (> 0).
+        delta: The total δ of the budget, in [0, 1).
+        accountant: The filter: "basic", "zcdp", "gdp", "rdp", or "auto" (basic when δ = 0,
+            zCDP otherwise — the widest valid filter; pick "gdp" for Gaussian-only work and
+            "rdp" for subsampled training).
+        adjacency: "add_remove" or "replace_one": the neighbouring relation all
+            sensitivities charged to this ledger are stated under.
+        path: An SQLite file to keep the ledger in (created if absent, verified if not).
+        order: The Rényi order of an "rdp" ledger (default: best for Gaussian-like work).
+        key: Optional secret bytes; the receipt chain and the head's seal become HMACs
+            (tamper-evident even against someone who can rewrite the file; see
+            docs/ledger.md for what is and is not detected).
+
+    A ``Ledger`` is safe to share between threads. It is never copied: ``copy.copy`` and
+    ``copy.deepcopy`` return the ledger itself (a copy would duplicate the budget), and
+    only a persisted ledger without a key can be pickled (the unpickled object reopens
+    the same file).
+
+    Example:
+        >>> from dpledger import Ledger, events as ev
+        >>> ledger = Ledger(epsilon=1.0, delta=1e-6)
+        >>> receipt = ledger.spend(ev.Gaussian(sigma=20.0), label="mean age")
+        >>> ledger.fits(ev.Gaussian(sigma=20.0))
+        18
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        accountant: str = "auto",
+        adjacency: str = ev.ADD_REMOVE,
+        path: str | Path | None = None,
+        order: float | None = None,
+        key: bytes | None = None,
+    ) -> None:
+        self._setup(epsilon, delta, accountant, adjacency, order, key)
+        if path is not None:
+            if not isinstance(path, (str, Path)):
+                raise InvalidArgumentTypeError(
+                    f"`path` must be a str or pathlib.Path. Found {type(path).__name__}."
+                )
+            self._attach(LedgerStore(Path(path), key))
+
+    def _setup(
+        self,
+        epsilon: Any,
+        delta: Any,
+        accountant: Any,
+        adjacency: Any,
+        order: Any,
+        key: Any,
+    ) -> None:
+        self.epsilon = check_positive("epsilon", epsilon)
+        self.delta = check_probability("delta", delta)
+        accountant = check_choice("accountant", accountant, ACCOUNTANT_CHOICES)
+        self.adjacency = check_choice("adjacency", adjacency, ev.ADJACENCIES)
+        if key is not None and not isinstance(key, bytes):
+            raise InvalidArgumentTypeError(f"`key` must be bytes. Found {type(key).__name__}.")
+        if key is not None and not key:
+            raise InvalidArgumentError("`key` must not be empty. Found b''.")
+        self._key: bytes | None = key
+        self._base: Filter = make_filter(accountant, self.epsilon, self.delta, order)
+        self._state = _State(self._base, self._base.zero())
+        self._lock = threading.RLock()
+        self._receipts: list[Receipt] = []
+        self._rows: list[Row] = []
+        self._store: LedgerStore | None = None
+        self._genesis = chain_hash("", canonical(self._stored_config()), key)
+
+    # -- construction from files and dicts ---------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        key: bytes | None = None,
+        readonly: bool = False,
+        expect_head: tuple[int, str] | None = None,
+    ) -> Ledger:
+        """Open an existing ledger file with the budget it was created with.
+
+        Args:
+            path: The ledger file.
+            key: The key it was created with, if any.
+            readonly: Read only (works in a read-only directory); spending raises.
+            expect_head: A :attr:`head` recorded earlier (count, hash); the file must still
+                contain that receipt, which detects a rollback to an older copy of the file.
+
+        Raises:
+            LedgerIntegrityError: The file is not a ledger, or does not verify.
+        """
+        if not isinstance(path, (str, Path)):
+            raise InvalidArgumentTypeError(
+                f"`path` must be a str or pathlib.Path. Found {type(path).__name__}."
+            )
+        path = Path(path)
+        if not path.exists():
+            raise InvalidArgumentError(f"`path` does not exist: {str(path)!r}.")
+        if key is not None and not isinstance(key, bytes):
+            raise InvalidArgumentTypeError(f"`key` must be bytes. Found {type(key).__name__}.")
+        store = LedgerStore(path, key, readonly=bool(readonly))
+        try:
+            config = store.read_config()
+            ledger = cls.__new__(cls)
+            try:
+                ledger._setup(
+                    config.get("epsilon"),
+                    config.get("delta"),
+                    config.get("accountant"),
+                    config.get("adjacency"),
+                    config.get("order"),
+                    key,
+                )
+            except DPLedgerError as error:
+                raise LedgerIntegrityError(
+                    f"{str(path)!r}: the stored ledger configuration is invalid: {error}"
+                ) from error
+            ledger._attach(store)
+        except BaseException:
+            store.close()
+            raise
+        if expect_head is not None:
+            ledger._check_expected_head(expect_head)
+        return ledger
+
+    def _check_expected_head(self, expect_head: Any) -> None:
+        try:
+            count, digest = expect_head
+            count = int(count)
+        except (TypeError, ValueError) as error:
+            raise InvalidArgumentError(
+                f"`expect_head` must be a (count, hash) pair from Ledger.head. Found "
+                f"{expect_head!r}."
+            ) from error
+        hashes = [self._genesis] + [r.hash for r in self._receipts]
+        if not 0 <= count < len(hashes) or hashes[count] != digest:
+            raise LedgerIntegrityError(
+                f"the ledger does not contain the head {expect_head!r} recorded earlier: it was "
+                f"rolled back to an older copy (it now has {len(self._receipts)} receipts)."
+            )
+
+    def _config(self) -> dict[str, Any]:
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "adjacency": self.adjacency,
+            **self._base.config(),
+        }
+
+    def _stored_config(self) -> dict[str, Any]:
+        return {**self._config(), "format": FORMAT, "keyed": self._key is not None}
+
+    def _attach(self, store: LedgerStore) -> None:
+        path = store.path
+        stored = store.initialise(self._config())
+        mine = self._config()
+        differing = {k: (stored.get(k), v) for k, v in mine.items() if stored.get(k) != v}
+        if differing:
+            store.close()
+            details = ", ".join(
+                f"{k}: file {a!r} vs requested {b!r}" for k, (a, b) in differing.items()
+            )
+            raise InvalidArgumentError(
+                f"{str(path)!r} holds a ledger with a different budget ({details}); a ledger's "
+                "budget is fixed when it is created. Use Ledger.open(path) to continue it."
+            )
+        if stored.get("keyed") != (self._key is not None):
+            store.close()
+            raise LedgerIntegrityError(
+                f"{str(path)!r} was created {'with' if stored.get('keyed') else 'without'} a key; "
+                "open it the same way."
+            )
+        try:
+            self._absorb(store.verify())
+        except BaseException:
+            store.close()
+            raise
+        self._store = store
+
+    # -- the one transition ----------------------------------------------------------------
+
+    def _transition(self, state: _State, body: dict[str, Any], event: ev.Event) -> _State:
+        """The state after receipt ``body`` (for ``event``), or an error if it is not allowed.
+
+        The single rule for every receipt, new or stored. Raises BudgetExceededError or
+        NotApplicableError for a release the budget does not admit.
+        """
+        kind = body.get("kind")
+        if kind == "plan":
+            if body.get("seq") != 0:
+                raise InvalidArgumentError(
+                    "plan() needs a ledger with nothing recorded; this one has "
+                    f"{body.get('seq')} receipts (possibly spent through another handle on the "
+                    "same file). A plan must account for every release, so it comes first."
+                )
+            planned = self._planned(body)
+            return _State(planned, planned.zero())
+        if kind != "spend":
+            raise InvalidArgumentError(f"unknown receipt kind {kind!r}.")
+        filt = state.filter
+        filt.admit(state.total, event)
+        charge = filt.cost(event)
+        total = filt.add(state.total, charge)
+        if not filt.fits(total):
+            remaining = filt.budget(filt.remaining(state.total))
+            requested = filt.budget(charge)
+            raise BudgetExceededError(
+                filt.refusal(requested, remaining),
+                requested=requested,
+                remaining=remaining,
+            )
+        return _State(filt, total)
+
+    def _planned(self, body: dict[str, Any]) -> PlannedFilter:
+        runs = tuple((ev.from_dict(e), int(c)) for e, c in body["schedule"])
+        planned = PlannedFilter(self.epsilon, self.delta, runs, body["method"])
+        if planned.plan_epsilon > self.epsilon:
+            raise BudgetExceededError(
+                f"the planned schedule costs ε = {planned.plan_epsilon!r} at δ = {self.delta!r} "
+                f"by method {body['method']!r}, over the budget ε = {self.epsilon!r}; nothing "
+                "was recorded.",
+                requested=(planned.plan_epsilon, self.delta),
+                remaining=(self.epsilon, self.delta),
+            )
+        return planned
+
+    def _body(self, kind: str, event: ev.Event, label: str | None, new: _State) -> dict[str, Any]:
+        filt = new.filter
+        charge = list(filt.cost(event)) if kind == "spend" else []
+        shown = filt.shown(new.total)
+        eps, delta = (0.0, 0.0) if not any(new.total) else filt.guarantee(shown)
+        return {
+            "seq": len(self._receipts),
+            "kind": kind,
+            "event": ev.to_dict(event),
+            "label": label,
+            "currency": filt.budget_type.currency,
+            "charge": charge,
+            "total": list(shown),
+            "epsilon": eps,
+            "delta": delta,
+            "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        }
+
+    def _install(self, body: dict[str, Any], digest: str, event: ev.Event, state: _State) -> None:
+        self._state = state
+        self._rows.append((body, digest))
+        self._receipts.append(
+            Receipt(
+                seq=body["seq"],
+                kind=body["kind"],
+                event=event,
+                label=body.get("label"),
+                currency=body["currency"],
+                charge=tuple(body["charge"]),
+                total=tuple(body["total"]),
+                epsilon=body["epsilon"],
+                delta=body["delta"],
+                timestamp=body["timestamp"],
+                hash=digest,
+            )
+        )
+
+    def _absorb(self, rows: Sequence[Row]) -> None:
+        """Add verified stored receipts, re-checking each with :meth:`_transition`."""
+        for body, digest in rows:
+            seq = body.get("seq")
+            if seq != len(self._receipts):
+                raise LedgerIntegrityError(f"receipt {seq!r} is out of sequence.")
+            try:
+                event = ev.from_dict(body["event"])
+                state = self._transition(self._state, body, event)
+                if body["kind"] == "plan":
+                    event = state.filter.composed  # type: ignore[attr-defined]
+                expected_charge = list(state.filter.cost(event)) if body["kind"] == "spend" else []
+                stored_charge = [float(x) for x in body["charge"]]
+                stored_total = [float(x) for x in body["total"]]
+            except (DPLedgerError, KeyError, TypeError, ValueError) as error:
+                _corrupt(seq, error)
+            if stored_charge != expected_charge:
+                raise LedgerIntegrityError(
+                    f"receipt {seq}: the charge recorded does not match its event."
+                )
+            if stored_total != list(state.filter.shown(state.total)):
+                raise LedgerIntegrityError(f"receipt {seq}: the running total does not add up.")
+            self._install(body, digest, event, state)
+
+    # -- spending ------------------------------------------------------------------------
+
+    def spend(
+        self,
+        item: Any = None,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        label: str | None = None,
+    ) -> Receipt:
+        """Charge one release to the budget, before it happens.
+
+        Args:
+            item: A privacy event, or a mechanism (anything with ``.event``).
+            epsilon: Instead of ``item``: charge an (ε, δ)-DP release.
+            delta: With ``epsilon``: its δ (default 0).
+            label: Free text kept on the receipt.
+
+        Returns:
+            The receipt of the charge (durable in the file before this returns).
+
+        Raises:
+            BudgetExceededError: The charge would overrun the budget; nothing is recorded.
+            NotApplicableError: This ledger's filter cannot account for the release.
+        """
+        event = _as_event(item, epsilon, delta)
+        label = _check_label(label)
+        _check_adjacency(event, self.adjacency)
+        return self._commit("spend", event, label)
+
+    def release(
+        self, mechanism: Any, value: Any, rng: Any = None, *, label: str | None = None
+    ) -> Any:
+        """Validate ``value``, charge ``mechanism.event``, then draw the noise.
+
+        The input is validated first (every dpledger mechanism has ``validate``), so a
+        malformed value costs nothing; the charge is committed (to the file, if any)
+        before the noise is drawn; the noise is never drawn if the charge fails.
+        """
+        validate = getattr(mechanism, "validate", None)
+        if callable(validate):
+            validate(value)
+        self.spend(mechanism, label=label)
+        return mechanism.release(value, rng)
+
+    def _commit(
+        self,
+        kind: str,
+        event: ev.Event,
+        label: str | None,
+        extra: dict[str, Any] | None = None,
+    ) -> Receipt:
+        pending: list[_State] = []
+
+        def build(new: list[Row], previous: str) -> dict[str, Any]:
+            self._absorb(new)  # what other handles committed first
+            draft = {"seq": len(self._receipts), "kind": kind, **(extra or {})}
+            state = self._transition(self._state, draft, event)
+            shown_event = state.filter.composed if kind == "plan" else event  # type: ignore[attr-defined]
+            body = {**self._body(kind, shown_event, label, state), **(extra or {})}
+            body["prev"] = previous
+            canonical(body)  # fail before writing if anything is not serialisable
+            pending.append(state)
+            return body
+
+        with self._lock:
+            if self._store is not None:
+                known = len(self._receipts)
+                known_hash = self._receipts[-1].hash if self._receipts else None
+                _, body, digest = self._store.append(known, known_hash, build)
+            else:
+                previous = self._receipts[-1].hash if self._receipts else self._genesis
+                body = build([], previous)
+                digest = chain_hash(previous, canonical(body), self._key)
+            state = pending[-1]
+            self._install(
+                body, digest, ev.from_dict(body["event"]) if kind == "plan" else event, state
+            )
+            return self._receipts[-1]
+
+    # -- planned schedules ---------------------------------------------------------------
+
+    def plan(
+        self, events: Iterable[Any], *, method: str = "auto", label: str | None = None
+    ) -> Receipt:
+        """Declare the whole schedule of releases in advance, and certify it once.
+
+        For methods that are valid only for a schedule fixed in advance (exact optimal
+        composition, PLD): the composition of ``events`` must meet the ledger's (ε, δ) by
+        ``method``; from then on the ledger accepts exactly these releases, in this order,
+        and nothing else (see :class:`~dpledger.ledger.filters.PlannedFilter` for why the
+        order is kept). A plan must come first: it is refused on a ledger with anything
+        recorded — checked inside the same transaction that writes it, so a stale handle
+        on a shared file cannot plan over another handle's spends — and a plan can never
+        be replaced.
+
+        Raises:
+            BudgetExceededError: The schedule does not fit the budget; nothing is recorded.
+            InvalidArgumentError: The ledger already has receipts.
+        """
+        if isinstance(events, (ev.Event, str, bytes)) or not hasattr(events, "__iter__"):
+            raise InvalidArgumentTypeError(
+                f"`events` must be a sequence of releases (events or mechanisms). Found {events!r}."
+            )
+        schedule = [_as_event(e, None, None) for e in events]
+        if not schedule:
+            raise InvalidArgumentError("`events` must contain at least one release. Found none.")
+        method = check_choice("method", method, METHODS)
+        label = _check_label(label)
+        for e in schedule:
+            _check_adjacency(e, self.adjacency)
+        runs = schedule_runs(schedule)
+        extra = {
+            "method": method,
+            "schedule": [[ev.to_dict(e), c] for e, c in runs],
+        }
+        with self._lock:
+            # certify once before the transaction (it may take a while), and fail fast
+            self._planned(extra)
+            first = PlannedFilter(self.epsilon, self.delta, runs, method).composed
+            return self._commit("plan", first, label, extra)
+
+    @property
+    def planned_remaining(self) -> list[ev.Event] | None:
+        """The planned releases not yet made, in order (None if the ledger has no plan)."""
+        with self._lock:
+            state = self._state
+            if not isinstance(state.filter, PlannedFilter):
+                return None
+            return state.filter.remaining_events(state.total)
+
+    # -- reading -------------------------------------------------------------------------
+
+    @property
+    def accountant(self) -> str:
+        """The filter in use ("basic", "zcdp", "gdp", "rdp", or "plan" once planned)."""
+        return self._state.filter.name
+
+    @property
+    def budget(self) -> Budget:
+        """The whole budget in the ledger's currency."""
+        filt = self._state.filter
+        return filt.budget(filt.limit())
+
+    @property
+    def spent(self) -> tuple[float, float]:
+        """The filter-tracked (ε, δ) spent so far (never above the budget)."""
+        with self._lock:
+            spends = [r for r in self._receipts if r.kind == "spend"]
+            if not spends:
+                return (0.0, 0.0)
+            return (spends[-1].epsilon, spends[-1].delta)
+
+    @property
+    def remaining(self) -> Budget:
+        """What the budget still allows, in the ledger's currency."""
+        with self._lock:
+            filt, total = self._state.filter, self._state.total
+            return filt.budget(filt.remaining(total))
+
+    @property
+    def receipts(self) -> tuple[Receipt, ...]:
+        """Every receipt, oldest first."""
+        with self._lock:
+            return tuple(self._receipts)
+
+    @property
+    def head(self) -> tuple[int, str]:
+        """(number of receipts, hash of the last one): record it to detect rollbacks later."""
+        with self._lock:
+            return (
+                len(self._receipts),
+                self._receipts[-1].hash if self._receipts else self._genesis,
+            )
+
+    def refresh(self) -> None:
+        """Read receipts other processes added to the file (no-op in memory)."""
+        with self._lock:
+            if self._store is not None:
+                known = len(self._receipts)
+                previous = self._receipts[-1].hash if self._receipts else None
+                self._absorb(self._store.verify(start=known, previous=previous))
+
+    def fits(self, item: Any) -> int:
+        """How many more releases of this event (or mechanism) the budget allows now.
+
+        Exactly the number of consecutive ``spend`` calls that would succeed (totals are
+        exact sums); re-reads the file first, so other handles' spends are counted.
+        """
+        event = _as_event(item, None, None)
+        _check_adjacency(event, self.adjacency)
+        with self._lock:
+            self.refresh()
+            filt, total = self._state.filter, self._state.total
+            try:
+                filt.admit(total, event)
+            except NotApplicableError:
+                return 0
+            return filt.fits_event(total, event)
+
+    # -- serialisation -------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Configuration, receipts and the sealed head, JSON-ready (exports, in-memory)."""
+        with self._lock:
+            count, digest = self.head
+            return {
+                "config": self._stored_config(),
+                "receipts": [{**body, "hash": digest} for body, digest in self._rows],
+                "head": make_head(count, digest, self._key),
+            }
+
+    @classmethod
+    def from_dict(cls, data: Any, *, key: bytes | None = None) -> Ledger:
+        """Rebuild an in-memory ledger from :meth:`to_dict`, verifying all of it.
+
+        The chain must verify from the configuration's genesis and end exactly at the
+        exported head, whose seal must verify (an HMAC when keyed): a truncated, edited or
+        reordered export is refused.
+
+        Raises:
+            LedgerIntegrityError: A receipt, the chain, the head or the configuration does
+                not verify.
+        """
+        if not isinstance(data, dict) or not {"config", "receipts", "head"} <= data.keys():
+            raise InvalidArgumentError(
+                "`data` must be the output of Ledger.to_dict() (config, receipts and head)."
+            )
+        config, receipts = data["config"], data["receipts"]
+        if not isinstance(config, dict) or not isinstance(receipts, list):
+            raise LedgerIntegrityError("the ledger export is malformed.")
+        ledger = cls.__new__(cls)
+        try:
+            ledger._setup(
+                config.get("epsilon"),
+                config.get("delta"),
+                config.get("accountant"),
+                config.get("adjacency"),
+                config.get("order"),
+                key,
+            )
+        except InvalidArgumentTypeError:
+            raise
+        except DPLedgerError as error:
+            raise LedgerIntegrityError(f"the exported configuration is invalid: {error}") from error
+        if canonical(config) != canonical(ledger._stored_config()):
+            raise LedgerIntegrityError("the ledger configuration in `data` does not verify.")
+        try:
+            raw = [
+                (
+                    r.get("seq"),
+                    canonical({k: v for k, v in r.items() if k != "hash"}),
+                    r.get("hash"),
+                )
+                for r in receipts
+            ]
+        except (AttributeError, TypeError, ValueError) as error:
+            raise LedgerIntegrityError(f"the exported receipts are malformed: {error}") from error
+        rows = verify_rows(raw, 0, ledger._genesis, key, "export")
+        last = rows[-1][1] if rows else ledger._genesis
+        check_head(data["head"], len(rows), last, key, "export")
+        ledger._absorb(rows)
+        return ledger
+
+    def close(self) -> None:
+        """Close the ledger file (if any)."""
+        if self._store is not None:
+            self._store.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # a budget is never duplicated
+    def __copy__(self) -> Ledger:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Ledger:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._store is None or self._key is not None:
+            raise InvalidArgumentTypeError(
+                "this Ledger cannot be pickled: a copy of an in-memory ledger would duplicate "
+                "its budget, and a keyed ledger's key must not travel in a pickle. Share the "
+                "object, or keep the ledger in a file (path=...) and Ledger.open it where needed."
+            )
+        return (_reopen, (str(self._store.path),))
+
+    def __repr__(self) -> str:
+        eps, delta = self.spent
+        where = f", path={str(self._store.path)!r}" if self._store is not None else ""
+        return (
+            f"Ledger(epsilon={self.epsilon!r}, delta={self.delta!r}, accountant="
+            f"{self.accountant!r}{where}; spent ({eps:.6g}, {delta:g}), "
+            f"{len(self._receipts)} receipts)"
+        )
+
+
+def _reopen(path: str) -> Ledger:
+    """Unpickle a persisted ledger: open the same file."""
+    return Ledger.open(path)
+
+
+_ = math  # (kept for doctest namespaces)
