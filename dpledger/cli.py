@@ -29,7 +29,7 @@ from typing import Any
 
 from dpledger import accountant, calibrate
 from dpledger.accountant import events as ev
-from dpledger.errors import DPLedgerError, NotApplicableError
+from dpledger.errors import DPLedgerError, InvalidArgumentError, NotApplicableError
 
 __all__ = ["main"]
 
@@ -205,8 +205,15 @@ def _short(event: ev.Event, width: int = 46) -> str:
 def _ledger_show(args: argparse.Namespace) -> int:
     from dpledger.ledger import Ledger
 
-    key = Path(args.key_file).read_bytes() if args.key_file else None
-    with Ledger.open(args.path, key=key) as ledger:
+    key = None
+    if args.key_file:
+        try:
+            key = Path(args.key_file).read_bytes()
+        except OSError as error:
+            raise InvalidArgumentError(
+                f"cannot read the key file {args.key_file!r}: {error.strerror or error}."
+            ) from error
+    with Ledger.open(args.path, key=key, readonly=True) as ledger:
         receipts = ledger.receipts
         print(f"ledger    : {args.path}  (verified: {len(receipts)} receipts, hash chain intact)")
         print(

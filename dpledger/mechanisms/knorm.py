@@ -21,7 +21,7 @@ import numpy as np
 from dpledger._validation import check_choice, check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.mechanisms._rng import resolve_rng
-from dpledger.mechanisms.base import Mechanism, as_vector
+from dpledger.mechanisms.base import Mechanism, as_vector, warn_floating_point
 
 __all__ = ["KNorm", "uniform_in_ball"]
 
@@ -62,6 +62,7 @@ class KNorm(Mechanism):
         self.sensitivity = check_positive("sensitivity", sensitivity)
         self.norm = check_choice("norm", norm, NORMS)
         self.dimension = check_int_at_least("dimension", dimension, 1)
+        warn_floating_point("KNorm", no_exact_sampler=True)
 
     def _params(self) -> dict[str, Any]:
         return {

@@ -26,7 +26,7 @@ from dpledger.accountant import events as ev
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms._rng import resolve_rng
 from dpledger.mechanisms.additive import Gaussian
-from dpledger.mechanisms.base import Mechanism
+from dpledger.mechanisms.base import Mechanism, warn_floating_point
 
 __all__ = ["SymmetricGaussian", "Wishart"]
 
@@ -99,6 +99,7 @@ class Wishart(Mechanism):
         self.epsilon = check_positive("epsilon", epsilon)
         self.trace_sensitivity = check_positive("trace_sensitivity", trace_sensitivity)
         self.dimension = check_int_at_least("dimension", dimension, 1)
+        warn_floating_point("Wishart", no_exact_sampler=True)
 
     def _params(self) -> dict[str, Any]:
         return {

@@ -57,9 +57,9 @@ class RandomizedResponse(Mechanism):
         """The randomized-response event."""
         return ev.RandomizedResponse(self.epsilon, self.categories)
 
-    def release(self, value: Any, rng: np.random.Generator | None = None) -> int:
-        """The randomized response to the true category ``value``."""
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    def validate(self, value: Any) -> None:
+        """``value`` must be a category index 0, ..., k − 1."""
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise InvalidArgumentError(
                 f"`value` must be a category index 0..{self.categories - 1}. Found {value!r}."
             )
@@ -67,6 +67,10 @@ class RandomizedResponse(Mechanism):
             raise InvalidArgumentError(
                 f"`value` must lie in 0..{self.categories - 1}. Found {value!r}."
             )
+
+    def release(self, value: Any, rng: np.random.Generator | None = None) -> int:
+        """The randomized response to the true category ``value``."""
+        self.validate(value)
         generator = resolve_rng(rng)
         gamma = Fraction(self.epsilon)
         while True:
@@ -95,6 +99,10 @@ class _ScoreSelection(Mechanism):
     def event(self) -> ev.PureDP:
         """ε-DP."""
         return ev.PureDP(self.epsilon)
+
+    def validate(self, value: Any) -> None:
+        """``value`` must be a non-empty sequence of finite scores."""
+        _scores(value)
 
 
 class Exponential(_ScoreSelection):
@@ -175,6 +183,10 @@ class ReportNoisyMax(Mechanism):
     def event(self) -> ev.Event:
         """ε-DP."""
         return self._inner.event
+
+    def validate(self, value: Any) -> None:
+        """``value`` must be a non-empty sequence of finite scores."""
+        _scores(value)
 
     def release(self, value: Any, rng: np.random.Generator | None = None) -> int:
         """The index of the noisy maximum of the scores ``value``."""
