@@ -313,7 +313,7 @@ def test_open_while_another_process_writes_never_fails(tmp_path):
 def test_release_charges_nothing_for_malformed_input(mechanism, value):
     """Issue 10 item 7: every mechanism validates before the charge."""
     ledger = dpl.Ledger(5.0, 0.0)
-    with pytest.raises(InvalidArgumentError, match="`value`|`scores`"):
+    with pytest.raises(InvalidArgumentError, match=r"`value`|`scores`"):
         ledger.release(mechanism(), value)
     assert ledger.receipts == ()
 
@@ -447,7 +447,7 @@ def _read_only_checks(path):
     with dpl.Ledger.open(path, readonly=True) as ledger:
         assert len(ledger.receipts) == 2
     assert main(["ledger", "show", str(path)]) == 0
-    with pytest.raises(InvalidArgumentError, match="read-only|cannot open"):
+    with pytest.raises(InvalidArgumentError, match=r"read-only|cannot open"):
         dpl.Ledger.open(path).spend(ev.PureDP(0.1))
 
 
