@@ -535,3 +535,75 @@ def test_copies_share_the_budget_and_pickling_is_refused_in_memory(tmp_path):
     again.spend(ev.PureDP(0.5))
     with pytest.raises(BudgetExceededError):
         stored.spend(ev.PureDP(0.1))  # the file's budget, shared
+
+
+# -- acceptance: ledger stress -------------------------------------------------------------
+
+
+def _stress_writer(path, seed, out_fd):
+    rng = np.random.default_rng(seed)
+    ok = 0
+    with dpl.Ledger.open(path) as ledger:
+        for _ in range(500):
+            try:
+                ledger.spend(ev.Gaussian(float(rng.uniform(20.0, 400.0))))
+                ok += 1
+            except BudgetExceededError:
+                pass
+    os.write(out_fd, f"W {ok}\n".encode())
+
+
+def _stress_verifier(path, stop_path, out_fd):
+    opened = errors = 0
+    while not os.path.exists(stop_path):
+        try:
+            with dpl.Ledger.open(path, readonly=True) as ledger:
+                total = ledger.spent[0]
+                assert total <= 1.0
+            opened += 1
+        except LedgerIntegrityError as error:
+            errors += 1
+            os.write(out_fd, f"E {error}\n".encode())
+    os.write(out_fd, f"V {opened} {errors}\n".encode())
+
+
+def _fork(target, *args):
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            target(*args)
+            code = 0
+        finally:
+            os._exit(code)
+    return pid
+
+
+def test_stress_eight_writers_four_verifiers(tmp_path):
+    """Issue 10 acceptance: 8 processes × 500 spends while 4 processes open and verify in a
+    loop — no overspend (checked by an independent accountant), no false integrity error."""
+    path = tmp_path / "stress.ledger"
+    stop = tmp_path / "stop"
+    dpl.Ledger(1.0, 1e-6, accountant="gdp", path=path).close()
+    read_fd, write_fd = os.pipe()
+    verifiers = [_fork(_stress_verifier, path, stop, write_fd) for _ in range(4)]
+    writers = [_fork(_stress_writer, path, seed, write_fd) for seed in range(8)]
+    statuses = [os.waitpid(pid, 0)[1] for pid in writers]
+    stop.touch()
+    statuses += [os.waitpid(pid, 0)[1] for pid in verifiers]
+    os.close(write_fd)
+    with os.fdopen(read_fd) as pipe:
+        lines = pipe.read().splitlines()
+    assert all(os.WIFEXITED(s) and os.WEXITSTATUS(s) == 0 for s in statuses), lines
+    successes = sum(int(line.split()[1]) for line in lines if line.startswith("W "))
+    verified = [line.split() for line in lines if line.startswith("V ")]
+    assert len(verified) == 4
+    assert sum(int(v[2]) for v in verified) == 0, [x for x in lines if x.startswith("E ")]
+    assert sum(int(v[1]) for v in verified) >= 4  # the verifiers really ran
+    with dpl.Ledger.open(path) as ledger:
+        assert len(ledger.receipts) == successes > 100
+        events = ev.Composed(tuple(r.event for r in ledger.receipts))
+        # μ-GDP of the composition, exactly: sqrt(Σ 1/σ²) — independent of the filter code
+        mu = float(np.sqrt(sum(1.0 / r.event.sigma**2 for r in ledger.receipts)))
+        assert acc.gaussian_epsilon(1e-6, sigma=1.0 / mu) <= 1.0
+        assert acc.epsilon(events, 1e-6, method="gdp") <= 1.0
