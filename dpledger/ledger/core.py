@@ -36,8 +36,9 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -176,6 +177,34 @@ class _State:
 
     filter: Filter
     total: Total
+
+
+def _solve_noise(accepted: Callable[[float], tuple[bool, float]], initial: Any, what: str) -> float:
+    """The smallest noise p with ``accepted(p)[0]`` (``accepted(p)[1]``: a continuous gap)."""
+    from dpledger._solve import smallest_satisfying
+    from dpledger.errors import CalibrationError
+
+    start = check_positive("initial", initial)
+
+    def excess(p: float) -> float:
+        try:
+            ok, gap = accepted(p)
+        except (OverflowError, ZeroDivisionError):
+            return math.inf
+        # the exact test decides the sign; the gap only guides the root finder
+        return min(gap, 0.0) if ok else max(gap, 5e-324)
+
+    hi = start
+    while excess(hi) > 0:
+        hi *= 2.0
+        if hi > 1e300:
+            raise CalibrationError(
+                f"no {what} up to 1e300 fits this ledger's budget.", bracket=(start, hi)
+            )
+    lo = hi / 2.0
+    while lo > 1e-300 and excess(lo) <= 0:
+        hi, lo = lo, lo / 2.0
+    return smallest_satisfying(excess, lo, hi, rtol=1e-12, what=what)
 
 
 def _corrupt(seq: Any, error: Exception) -> NoReturn:
@@ -556,6 +585,129 @@ class Ledger:
             )
             return self._receipts[-1]
 
+    # -- calibration in the ledger's own currency -----------------------------------------
+
+    def calibrate(
+        self,
+        factory: Callable[[float], Any],
+        *,
+        count: int = 1,
+        share: float = 1.0,
+        plan: bool = False,
+        method: str = "auto",
+        initial: float = 1.0,
+    ) -> Any:
+        """The mechanism ``factory(p)`` with the least noise p that this ledger accepts.
+
+        Without ``plan``: the smallest p such that ``count`` releases of
+        ``factory(p).event`` fit within ``share`` of what remains, solved in the ledger's
+        own currency with the same exact arithmetic ``spend`` uses — so every release it
+        was calibrated for is accepted (unless another handle spends in between), and
+        ``share=1`` uses the remaining budget up to the solver's tolerance.
+
+        With ``plan=True`` (a ledger with nothing recorded): the schedule of ``count``
+        releases is calibrated with the tightest non-adaptive method for the ledger's
+        whole (ε, δ) and planned (:meth:`plan`), so the ledger accepts exactly those
+        releases — the path for a training run or any fixed schedule.
+
+        Args:
+            factory: p ↦ a mechanism (or event) whose privacy improves as p grows.
+            count: Releases to calibrate for.
+            share: Fraction of the remaining budget, in (0, 1] (not with ``plan``).
+            plan: Calibrate the whole schedule and plan it.
+            method: With ``plan``: the accounting method (default: tightest).
+            initial: A starting guess for p.
+
+        Returns:
+            ``factory(p)``.
+
+        Raises:
+            CalibrationError: No p in the searched range fits.
+            NotApplicableError: The ledger's filter cannot account for the release.
+
+        Example:
+            >>> from dpledger import Ledger, mechanisms
+            >>> ledger = Ledger(1.0, 1e-5)
+            >>> mech = ledger.calibrate(lambda s: mechanisms.Gaussian(s), count=1000)
+            >>> ledger.fits(mech)
+            1000
+        """
+        from dpledger._validation import check_int_at_least
+
+        if not callable(factory):
+            raise InvalidArgumentTypeError(
+                f"`factory` must be a callable noise -> mechanism. Found {factory!r}."
+            )
+        count = check_int_at_least("count", count, 1)
+        share = check_probability("share", share, low_open=True, high_open=False)
+
+        def event_of(p: float) -> ev.Event:
+            event = _as_event(factory(p), None, None)
+            _check_adjacency(event, self.adjacency)
+            return event
+
+        if plan:
+            return self._calibrate_plan(factory, event_of, count, share, method, initial)
+        with self._lock:
+            self.refresh()
+            filt, total = self._state.filter, self._state.total
+            room = [
+                share * (Fraction(limit) - used)
+                for used, limit in zip(total, filt.limit(), strict=True)
+            ]
+
+            def accepted(p: float) -> tuple[bool, float]:
+                event = event_of(p)
+                filt.admit(total, event)
+                worst = -1.0
+                ok = True
+                for cost, cap in zip(filt.cost(event), room, strict=True):
+                    if cost == 0:
+                        continue
+                    if math.isinf(cost) or cap <= 0:
+                        return False, math.inf
+                    need = count * Fraction(cost)
+                    ok = ok and need <= cap
+                    worst = max(worst, float((need - cap) / cap))
+                return ok, worst
+
+            p = _solve_noise(accepted, initial, "noise parameter")
+            return factory(p)
+
+    def _calibrate_plan(
+        self,
+        factory: Callable[[float], Any],
+        event_of: Callable[[float], ev.Event],
+        count: int,
+        share: float,
+        method: str,
+        initial: float,
+    ) -> Any:
+        from dpledger.calibrate import solve
+
+        if share != 1.0:
+            raise InvalidArgumentError(
+                f"`share` applies without `plan` only (a plan covers the whole budget). Found "
+                f"share={share!r}."
+            )
+        with self._lock:
+            self.refresh()
+            if self._receipts:
+                raise InvalidArgumentError(
+                    "calibrate(plan=True) needs a ledger with nothing recorded; this one has "
+                    f"{len(self._receipts)} receipts. Calibrate in its currency (plan=False)."
+                )
+            p = solve(
+                lambda q: event_of(q) * count,
+                epsilon=self.epsilon,
+                delta=self.delta,
+                method=method,
+                initial=initial,
+            )
+            mechanism = factory(p)
+            self.plan([event_of(p)] * count, method=method)
+            return mechanism
+
     # -- planned schedules ---------------------------------------------------------------
 
     def plan(
@@ -780,6 +932,3 @@ class Ledger:
 def _reopen(path: str) -> Ledger:
     """Unpickle a persisted ledger: open the same file."""
     return Ledger.open(path)
-
-
-_ = math  # (kept for doctest namespaces)

@@ -519,7 +519,13 @@ class PlannedFilter(Filter):
         self.composed: ev.Event = ev.Composed(
             tuple(event if count == 1 else ev.Repeated(event, count) for event, count in runs)
         )
-        self.plan_epsilon = _accountant.epsilon(self.composed, delta, method=method)
+        # certified if ε(δ) ≤ ε or δ(ε) ≤ δ: either is a proof of (ε, δ)-DP, and
+        # calibration solves on δ(ε) — so what was calibrated is always accepted
+        plan_epsilon = _accountant.epsilon(self.composed, delta, method=method)
+        if plan_epsilon > epsilon and delta > 0:
+            if _accountant.delta(self.composed, epsilon, method=method) <= delta:
+                plan_epsilon = epsilon
+        self.plan_epsilon = plan_epsilon
 
     def event_at(self, position: int) -> ev.Event:
         """The release planned at ``position`` (0-based)."""

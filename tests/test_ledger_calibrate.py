@@ -1,0 +1,80 @@
+"""Calibrate, then spend: noise sized for a ledger is accepted by that ledger (issue 11)."""
+
+from __future__ import annotations
+
+import pytest
+
+import dpledger as dpl
+import dpledger.accountant as acc
+from dpledger import events as ev
+from dpledger import mechanisms as mech
+from dpledger.errors import BudgetExceededError, InvalidArgumentError
+
+
+def _spend_all(ledger, mechanism, count):
+    assert ledger.fits(mechanism) >= count
+    for _ in range(count):
+        ledger.spend(mechanism)
+    return ledger.spent
+
+
+@pytest.mark.parametrize(
+    ("budget", "factory", "count"),
+    [
+        ((1.0, 1e-5), lambda s: mech.Gaussian(s), 1000),
+        ((1.0, 0.0), lambda b: mech.Laplace(b), 10),
+        ((1.0, 1e-6), lambda s: mech.DiscreteGaussian(s), 4),
+    ],
+    ids=["gaussian-x1000", "laplace-x10", "discrete-gaussian-x4"],
+)
+def test_calibrated_releases_are_accepted_and_use_the_budget(budget, factory, count):
+    ledger = dpl.Ledger(*budget)
+    calibrated = ledger.calibrate(factory, count=count)
+    eps, _ = _spend_all(ledger, calibrated, count)
+    assert budget[0] * 0.99 <= eps <= budget[0]
+    # the least noise: 1 % less noise no longer fits
+    noise = next(v for k, v in calibrated._params().items() if k in ("sigma", "scale"))
+    tighter = factory(noise * 0.99)
+    assert dpl.Ledger(*budget).fits(tighter) < count
+
+
+def test_dpsgd_calibrated_and_planned_with_pld():
+    """DP-SGD: 60,000 examples, batch 256, 60 epochs = 14,100 steps at (3, 1e-5)."""
+    q = 256 / 60000
+    ledger = dpl.Ledger(3.0, 1e-5)
+    step = ledger.calibrate(lambda s: ev.PoissonSampled(ev.Gaussian(s), q), count=14_100, plan=True)
+    assert ledger.accountant == "plan"
+    eps, _ = _spend_all(ledger, step, 14_100)
+    assert 0.99 * 3.0 <= eps <= 3.0
+    with pytest.raises(BudgetExceededError):
+        ledger.spend(step)
+    # the σ is PLD-tight: dp_accounting's PLD calibration gives 0.96916 (issue 11)
+    assert step.event.sigma == pytest.approx(0.96916, rel=2e-4)
+    assert acc.epsilon(step * 14_100, 1e-5) <= 3.0
+
+
+def test_three_release_mix_by_shares():
+    ledger = dpl.Ledger(1.0, 1e-6)
+    first = ledger.calibrate(lambda s: mech.Gaussian(s), share=1 / 3)
+    ledger.spend(first)
+    second = ledger.calibrate(lambda s: mech.SymmetricGaussian(s, dimension=3), share=1 / 2)
+    ledger.spend(second)
+    third = ledger.calibrate(lambda b: mech.Laplace(b), share=1.0)
+    ledger.spend(third)
+    assert 0.99 <= ledger.spent[0] <= 1.0
+    # the three shares were equal in the ledger's currency
+    charges = [r.charge[0] for r in ledger.receipts]
+    assert max(charges) / min(charges) == pytest.approx(1.0, rel=1e-6)
+
+
+def test_calibrate_refuses_bad_arguments():
+    ledger = dpl.Ledger(1.0, 1e-6)
+    with pytest.raises(InvalidArgumentError, match="`share`"):
+        ledger.calibrate(lambda s: mech.Gaussian(s), share=0.0)
+    with pytest.raises(InvalidArgumentError, match="`count`"):
+        ledger.calibrate(lambda s: mech.Gaussian(s), count=0)
+    with pytest.raises(TypeError, match="`factory`"):
+        ledger.calibrate(3.0)
+    ledger.spend(ev.Gaussian(100.0))
+    with pytest.raises(InvalidArgumentError, match="nothing recorded"):
+        ledger.calibrate(lambda s: mech.Gaussian(s), count=3, plan=True)
