@@ -522,9 +522,12 @@ class PlannedFilter(Filter):
         # certified if ε(δ) ≤ ε or δ(ε) ≤ δ: either is a proof of (ε, δ)-DP, and
         # calibration solves on δ(ε) — so what was calibrated is always accepted
         plan_epsilon = _accountant.epsilon(self.composed, delta, method=method)
-        if plan_epsilon > epsilon and delta > 0:
-            if _accountant.delta(self.composed, epsilon, method=method) <= delta:
-                plan_epsilon = epsilon
+        if (
+            plan_epsilon > epsilon
+            and delta > 0
+            and _accountant.delta(self.composed, epsilon, method=method) <= delta
+        ):
+            plan_epsilon = epsilon
         self.plan_epsilon = plan_epsilon
 
     def event_at(self, position: int) -> ev.Event:
