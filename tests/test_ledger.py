@@ -142,8 +142,10 @@ def test_fits_counts_exactly():
 
 
 def test_budgets_are_typed_and_ordered():
-    z = dpl.Ledger(1.0, 1e-6).budget
+    z = dpl.Ledger(1.0, 1e-6, accountant="zcdp").budget
     assert isinstance(z, dpl.ledger.ZCDPBudget)
+    # the default ledger is undecided until its first release: its budget is (ε, δ)
+    assert dpl.Ledger(1.0, 1e-6).budget == dpl.ledger.ApproxDPBudget(1.0, 1e-6)
     small, big = dpl.ledger.ApproxDPBudget(0.1, 0.0), dpl.ledger.ApproxDPBudget(0.2, 1e-9)
     assert small <= big and not big <= small
     incomparable = dpl.ledger.ApproxDPBudget(0.3, 0.0)

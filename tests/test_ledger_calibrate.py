@@ -78,3 +78,64 @@ def test_calibrate_refuses_bad_arguments():
     ledger.spend(ev.Gaussian(100.0))
     with pytest.raises(InvalidArgumentError, match="nothing recorded"):
         ledger.calibrate(lambda s: mech.Gaussian(s), count=3, plan=True)
+
+
+# -- the default ledger: decided at its first release --------------------------------------
+
+
+def test_default_ledger_fits_ten_laplace_releases_of_a_tenth():
+    """Issue 11 acceptance: `Ledger(1.0, 1e-6)` fits 10 Laplace releases of ε = 0.1."""
+    ledger = dpl.Ledger(1.0, 1e-6)
+    assert ledger.accountant == "auto"
+    for _ in range(10):
+        ledger.release(mech.Laplace(10.0), 5.0)
+    assert ledger.accountant == "basic" and ledger.spent == (1.0, 0.0)
+    with pytest.raises(BudgetExceededError):
+        ledger.spend(mech.Laplace(10.0))
+
+
+def test_default_ledger_takes_dpsgd_steps_and_remembers_its_choice(tmp_path):
+    """Issue 11: the default ledger accepts a DP-SGD step (it picks a Rényi filter)."""
+    path = tmp_path / "train.ledger"
+    step = ev.PoissonSampled(ev.Gaussian(1.1), 0.01)
+    with dpl.Ledger(8.0, 1e-5, path=path) as ledger:
+        n = ledger.fits(step)
+        assert n > 5000
+        ledger.spend(step)
+        assert ledger.accountant == "rdp"
+        order = ledger.receipts[0].currency, ledger._state.filter.order
+    with dpl.Ledger.open(path) as again:
+        assert again.accountant == "rdp" and again._state.filter.order == order[1]
+        assert again.fits(step) == n - 1
+    # the order was chosen for the workload: at it, more steps fit than at the default
+    assert n >= dpl.Ledger(8.0, 1e-5, accountant="rdp").fits(step)
+
+
+def test_default_ledger_picks_zcdp_for_many_small_pure_releases():
+    ledger = dpl.Ledger(1.0, 1e-6)
+    small = ev.PureDP(0.005)
+    n = ledger.fits(small)
+    assert n > dpl.Ledger(1.0, 1e-6, accountant="basic").fits(small) == 199  # float(0.005) > 1/200
+    ledger.spend(small)
+    assert ledger.accountant == "zcdp"
+
+
+def test_refusal_names_the_accountant_that_would_accept():
+    ledger = dpl.Ledger(1.0, 1e-6, accountant="zcdp")
+    laplace = mech.Laplace(10.0)
+    n = ledger.fits(laplace)
+    for _ in range(n):
+        ledger.spend(laplace)
+    with pytest.raises(BudgetExceededError, match=r"accountant='basic' would have accepted it"):
+        ledger.spend(laplace)
+
+
+def test_auto_choice_made_by_calibrate_is_the_one_recorded():
+    ledger = dpl.Ledger(1.0, 1e-6)
+    m = ledger.calibrate(lambda b: mech.Laplace(b), count=5)
+    for _ in range(5):
+        ledger.spend(m)
+    assert ledger.accountant in ("basic", "zcdp")
+    assert ledger.spent[0] >= 0.99
+    again = dpl.Ledger.from_dict(ledger.to_dict())
+    assert again.accountant == ledger.accountant and again.spent == ledger.spent

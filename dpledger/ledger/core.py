@@ -55,6 +55,9 @@ from dpledger.errors import (
 )
 from dpledger.ledger.filters import (
     ACCOUNTANT_CHOICES,
+    FILTERS,
+    INFINITE,
+    AutoFilter,
     Budget,
     Filter,
     PlannedFilter,
@@ -280,6 +283,7 @@ class Ledger:
         self._key: bytes | None = key
         self._base: Filter = make_filter(accountant, self.epsilon, self.delta, order)
         self._state = _State(self._base, self._base.zero())
+        self._pending: Filter | None = None  # an auto ledger's choice made by calibrate()
         self._lock = threading.RLock()
         self._receipts: list[Receipt] = []
         self._rows: list[Row] = []
@@ -417,19 +421,88 @@ class Ledger:
             return _State(planned, planned.zero())
         if kind != "spend":
             raise InvalidArgumentError(f"unknown receipt kind {kind!r}.")
-        filt = state.filter
-        filt.admit(state.total, event)
+        filt, before = self._handler(state, event, body.get("filter"))
+        filt.admit(before, event)
         charge = filt.cost(event)
-        total = filt.add(state.total, charge)
+        total = filt.add(before, charge)
         if not filt.fits(total):
-            remaining = filt.budget(filt.remaining(state.total))
-            requested = filt.budget(charge)
+            remaining = filt.budget(filt.remaining(before))
+            requested = filt.budget(filt.shown(charge))
             raise BudgetExceededError(
                 filt.refusal(requested, remaining),
                 requested=requested,
                 remaining=remaining,
             )
         return _State(filt, total)
+
+    def _alternatives(self, event: ev.Event) -> str:
+        """Which other accountant would have accepted ``event`` after the same releases.
+
+        Replays the spends under each other filter incrementally (cached per ledger, so a
+        refusal costs one charge per new receipt, not a replay of the whole ledger).
+        """
+        if isinstance(self._state.filter, PlannedFilter):
+            return ""
+        current = self._state.filter.name
+        spends = [r.event for r in self._receipts if r.kind == "spend"]
+        cache: dict[str, list[Any]] = self.__dict__.setdefault("_replays", {})
+        offers = []
+        for name in FILTERS:
+            if name == current:
+                continue
+            entry = cache.get(name)
+            if entry is None:
+                try:
+                    alt = make_filter(name, self.epsilon, self.delta)
+                except DPLedgerError:
+                    continue
+                entry = cache[name] = [alt, 0, alt.zero(), True]
+            alt, done, total, alive = entry
+            try:
+                for past in spends[done:]:
+                    if alive:
+                        total = alt.add(total, alt.cost(past))
+                        alive = alt.fits(total)
+                entry[1:] = [len(spends), total, alive]
+                more = alt.fits_event(total, event) if alive else 0
+            except (DPLedgerError, ArithmeticError):
+                entry[1:] = [len(spends), total, False]
+                continue
+            if more >= 1:
+                offers.append(
+                    f"accountant={name!r} would have accepted it, with room for {more} such "
+                    "release" + ("s" if more > 1 else "")
+                )
+        if not offers:
+            return ""
+        return (
+            f"(This ledger's accountant is {current!r}; with the same budget and the same "
+            "releases so far, " + "; ".join(offers) + ". The accountant is fixed when a "
+            "ledger is created, or at its first release for the default 'auto'.)"
+        )
+
+    def _handler(
+        self, state: _State, event: ev.Event, declared: Any = None
+    ) -> tuple[Filter, Total]:
+        """The filter that handles ``event`` and the total it starts from.
+
+        An undecided auto ledger decides here, once: by the filter a stored first receipt
+        declares, by a choice :meth:`calibrate` made, or by :meth:`AutoFilter.settle`.
+        """
+        if not isinstance(state.filter, AutoFilter):
+            return state.filter, state.total
+        if declared is not None:
+            filt = self._declared_filter(declared)
+        elif self._pending is not None:
+            filt = self._pending
+        else:
+            filt = state.filter.settle(event)
+        return filt, filt.zero()
+
+    def _declared_filter(self, declared: Any) -> Filter:
+        if not isinstance(declared, dict) or declared.get("accountant") not in FILTERS:
+            raise InvalidArgumentError(f"the receipt declares an unknown filter {declared!r}.")
+        return make_filter(declared["accountant"], self.epsilon, self.delta, declared.get("order"))
 
     def _planned(self, body: dict[str, Any]) -> PlannedFilter:
         runs = tuple((ev.from_dict(e), int(c)) for e, c in body["schedule"])
@@ -446,7 +519,7 @@ class Ledger:
 
     def _body(self, kind: str, event: ev.Event, label: str | None, new: _State) -> dict[str, Any]:
         filt = new.filter
-        charge = list(filt.cost(event)) if kind == "spend" else []
+        charge = list(filt.shown_cost(event)) if kind == "spend" else []
         shown = filt.shown(new.total)
         eps, delta = (0.0, 0.0) if not any(new.total) else filt.guarantee(shown)
         return {
@@ -464,6 +537,8 @@ class Ledger:
 
     def _install(self, body: dict[str, Any], digest: str, event: ev.Event, state: _State) -> None:
         self._state = state
+        if not isinstance(state.filter, AutoFilter):
+            self._pending = None
         self._rows.append((body, digest))
         self._receipts.append(
             Receipt(
@@ -492,7 +567,9 @@ class Ledger:
                 state = self._transition(self._state, body, event)
                 if body["kind"] == "plan":
                     event = state.filter.composed  # type: ignore[attr-defined]
-                expected_charge = list(state.filter.cost(event)) if body["kind"] == "spend" else []
+                expected_charge = (
+                    list(state.filter.shown_cost(event)) if body["kind"] == "spend" else []
+                )
                 stored_charge = [float(x) for x in body["charge"]]
                 stored_total = [float(x) for x in body["total"]]
             except (DPLedgerError, KeyError, TypeError, ValueError) as error:
@@ -533,7 +610,17 @@ class Ledger:
         event = _as_event(item, epsilon, delta)
         label = _check_label(label)
         _check_adjacency(event, self.adjacency)
-        return self._commit("spend", event, label)
+        try:
+            return self._commit("spend", event, label)
+        except (BudgetExceededError, NotApplicableError) as refused:
+            hint = self._alternatives(event)
+            if not hint:
+                raise
+            if isinstance(refused, BudgetExceededError):
+                raise BudgetExceededError(
+                    f"{refused} {hint}", requested=refused.requested, remaining=refused.remaining
+                ) from None
+            raise NotApplicableError(f"{refused} {hint}") from None
 
     def release(
         self, mechanism: Any, value: Any, rng: Any = None, *, label: str | None = None
@@ -563,8 +650,16 @@ class Ledger:
             self._absorb(new)  # what other handles committed first
             draft = {"seq": len(self._receipts), "kind": kind, **(extra or {})}
             state = self._transition(self._state, draft, event)
+            if kind == "spend" and isinstance(self._state.filter, AutoFilter):
+                extra_filter = {"filter": state.filter.config()}
+            else:
+                extra_filter = {}
             shown_event = state.filter.composed if kind == "plan" else event  # type: ignore[attr-defined]
-            body = {**self._body(kind, shown_event, label, state), **(extra or {})}
+            body = {
+                **self._body(kind, shown_event, label, state),
+                **(extra or {}),
+                **extra_filter,
+            }
             body["prev"] = previous
             canonical(body)  # fail before writing if anything is not serialisable
             pending.append(state)
@@ -648,9 +743,8 @@ class Ledger:
 
         if plan:
             return self._calibrate_plan(factory, event_of, count, share, method, initial)
-        with self._lock:
-            self.refresh()
-            filt, total = self._state.filter, self._state.total
+
+        def solve_in(filt: Filter, total: Total) -> float:
             room = [
                 share * (Fraction(limit) - used)
                 for used, limit in zip(total, filt.limit(), strict=True)
@@ -659,20 +753,63 @@ class Ledger:
             def accepted(p: float) -> tuple[bool, float]:
                 event = event_of(p)
                 filt.admit(total, event)
-                worst = -1.0
-                ok = True
+                worst, ok = -1.0, True
                 for cost, cap in zip(filt.cost(event), room, strict=True):
                     if cost == 0:
                         continue
-                    if math.isinf(cost) or cap <= 0:
+                    if cost >= INFINITE or cap <= 0:
                         return False, math.inf
-                    need = count * Fraction(cost)
+                    need = count * cost
                     ok = ok and need <= cap
                     worst = max(worst, float((need - cap) / cap))
                 return ok, worst
 
-            p = _solve_noise(accepted, initial, "noise parameter")
-            return factory(p)
+            return _solve_noise(accepted, initial, "noise parameter")
+
+        with self._lock:
+            self.refresh()
+            state = self._state
+            if isinstance(state.filter, AutoFilter) and self._pending is None:
+                p, chosen = self._auto_calibration(state.filter, solve_in, event_of, initial, count)
+                self._pending = chosen  # the first spend records this choice
+                return factory(p)
+            filt, total = self._handler(state, event_of(initial))
+            return factory(solve_in(filt, total))
+
+    def _auto_calibration(
+        self,
+        auto: AutoFilter,
+        solve_in: Callable[[Filter, Total], float],
+        event_of: Callable[[float], ev.Event],
+        initial: float,
+        count: int,
+    ) -> tuple[float, Filter]:
+        """Decide an undecided auto ledger for a calibration: the filter with least noise."""
+        from dpledger.errors import CalibrationError
+        from dpledger.ledger.filters import RDPFilter
+
+        found: list[tuple[float, int, Filter]] = []
+        for rank, candidate in enumerate(auto.candidates()):
+            try:
+                found.append((solve_in(candidate, candidate.zero()), rank, candidate))
+            except (NotApplicableError, CalibrationError):
+                continue
+        if not found and self.delta > 0:
+            # only Rényi DP accounts for it: the order where the workload fits best,
+            # re-chosen once at the calibrated noise (each solve is at a fixed order)
+            order = RDPFilter.order_for(self.epsilon, self.delta, event_of(initial) * count)
+            first = RDPFilter(self.epsilon, self.delta, order)
+            p = solve_in(first, first.zero())
+            found.append((p, 0, first))
+            order = RDPFilter.order_for(self.epsilon, self.delta, event_of(p) * count)
+            second = RDPFilter(self.epsilon, self.delta, order)
+            found.append((solve_in(second, second.zero()), 1, second))
+        if not found:
+            raise NotApplicableError(
+                f"no filter of this ledger can account for {event_of(initial)!r}."
+            )
+        p, _, chosen = min(found, key=lambda item: (item[0], item[1]))
+        return p, chosen
 
     def _calibrate_plan(
         self,
@@ -821,7 +958,7 @@ class Ledger:
         _check_adjacency(event, self.adjacency)
         with self._lock:
             self.refresh()
-            filt, total = self._state.filter, self._state.total
+            filt, total = self._handler(self._state, event)
             try:
                 filt.admit(total, event)
             except NotApplicableError:

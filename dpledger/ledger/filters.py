@@ -37,6 +37,7 @@ from dpledger.errors import InvalidArgumentError, NotApplicableError
 
 __all__ = [
     "ApproxDPBudget",
+    "AutoFilter",
     "BasicFilter",
     "Budget",
     "Filter",
@@ -53,6 +54,92 @@ __all__ = [
 
 Charge = tuple[float, ...]
 Total = tuple[Fraction, ...]
+Cost = tuple[Fraction, ...]
+
+INFINITE = Fraction(2) ** 1100
+"""An infinite charge, as an exact value above every float budget (it never fits)."""
+
+
+def exact(value: float | Fraction) -> Fraction:
+    """A charge as an exact rational (∞ as :data:`INFINITE`)."""
+    if isinstance(value, Fraction):
+        return value
+    if math.isinf(value):
+        return INFINITE
+    return Fraction(value)
+
+
+def shown_value(value: Fraction) -> float:
+    """An exact amount as a float, rounded up (∞ for :data:`INFINITE`)."""
+    return math.inf if value >= INFINITE else float_up(value)
+
+
+def _exact_sum(event: ev.Event, per_atom: Any) -> Fraction | None:
+    """Σ count·per_atom(atom) over the releases in ``event``, or None if any is not rational."""
+    total = Fraction(0)
+    for atom, count in ev.flatten(event).items():
+        value = per_atom(atom)
+        if value is None:
+            return None
+        total += count * value
+    return total
+
+
+def _ratio(numerator: float, denominator: float) -> Fraction:
+    return Fraction(numerator) / Fraction(denominator)
+
+
+def _exact_pure(atom: ev.Event) -> Fraction | None:
+    """ε of a pure-DP release when it is a rational of the event's floats."""
+    if isinstance(atom, ev.PureDP):
+        return Fraction(atom.epsilon)
+    if isinstance(atom, ev.ApproxDP) and atom.delta == 0:
+        return Fraction(atom.epsilon)
+    if isinstance(atom, (ev.Laplace, ev.DiscreteLaplace)):
+        return _ratio(atom.sensitivity, atom.scale)
+    return None
+
+
+def exact_basic(event: ev.Event) -> tuple[Fraction, Fraction] | None:
+    """(Σε, Σδ) exactly, for releases whose ε and δ are rational (pure, approx, Laplace)."""
+
+    def delta(atom: ev.Event) -> Fraction | None:
+        if isinstance(atom, ev.ApproxDP):
+            return Fraction(atom.delta)
+        return Fraction(0) if _exact_pure(atom) is not None else None
+
+    def epsilon(atom: ev.Event) -> Fraction | None:
+        if isinstance(atom, ev.ApproxDP):
+            return Fraction(atom.epsilon)
+        return _exact_pure(atom)
+
+    eps, dl = _exact_sum(event, epsilon), _exact_sum(event, delta)
+    return None if eps is None or dl is None else (eps, dl)
+
+
+def exact_rho(event: ev.Event) -> Fraction | None:
+    """Σρ exactly: Δ²/(2σ²) for (discrete) Gaussians, ε²/2 for pure DP (Bun & Steinke 2016)."""
+
+    def rho(atom: ev.Event) -> Fraction | None:
+        if isinstance(atom, (ev.Gaussian, ev.DiscreteGaussian)):
+            return _ratio(atom.sensitivity, atom.sigma) ** 2 / 2
+        if isinstance(atom, ev.ZCDP) and atom.xi == 0:
+            return Fraction(atom.rho)
+        pure = _exact_pure(atom)
+        return None if pure is None else pure * pure / 2
+
+    return _exact_sum(event, rho)
+
+
+def exact_mu_squared(event: ev.Event) -> Fraction | None:
+    """Σμ² = Σ(Δ/σ)² exactly, for Gaussian releases."""
+
+    def mu2(atom: ev.Event) -> Fraction | None:
+        if isinstance(atom, ev.Gaussian):
+            return _ratio(atom.sensitivity, atom.sigma) ** 2
+        return None
+
+    return _exact_sum(event, mu2)
 
 
 # -- typed budgets ---------------------------------------------------------------------
@@ -162,15 +249,33 @@ class Filter(abc.ABC):
     def charge(self, event: ev.Event) -> Charge:
         """What one release of ``event`` costs (rounded up). Raises NotApplicableError."""
 
-    def cost(self, event: ev.Event) -> Charge:
-        """:meth:`charge`, memoised per event (events are immutable values)."""
-        cache: dict[ev.Event, Charge] = self.__dict__.setdefault("_costs", {})
+    def exact_charge(self, event: ev.Event) -> Cost | None:
+        """The charge as exact rationals, where the formula is rational (else None)."""
+        return None
+
+    def cost(self, event: ev.Event) -> Cost:
+        """What one release costs, exactly.
+
+        The rational charge where the formula is rational (so ten releases of ε = 1/10
+        fit a budget of 1), else the float charge (rounded up) as a rational. Memoised
+        per event (events are immutable values).
+        """
+        cache: dict[ev.Event, Cost] = self.__dict__.setdefault("_costs", {})
         found = cache.get(event)
         if found is None:
-            found = tuple(self.charge(event))
+            exact_value = self.exact_charge(event)
+            if exact_value is None:
+                found = tuple(exact(c) for c in self.charge(event))
+            else:
+                self.charge(event)  # the same applicability checks as the float path
+                found = exact_value
             if len(cache) < 4096:
                 cache[event] = found
         return found
+
+    def shown_cost(self, event: ev.Event) -> Charge:
+        """:meth:`cost` as floats, rounded up (what receipts show)."""
+        return tuple(shown_value(c) for c in self.cost(event))
 
     @abc.abstractmethod
     def limit(self) -> Charge:
@@ -199,15 +304,15 @@ class Filter(abc.ABC):
         """No spend (an exact total)."""
         return tuple(Fraction(0) for _ in self.limit())
 
-    def add(self, total: Total, charge: Charge) -> Total:
+    def add(self, total: Total, charge: Cost) -> Total:
         """Total + charge, exactly."""
-        return tuple(a + Fraction(b) for a, b in zip(total, charge, strict=True))
+        return tuple(a + b for a, b in zip(total, charge, strict=True))
 
     def fits(self, total: Total) -> bool:
         """Is an exact total within the budget?"""
         return all(a <= Fraction(b) for a, b in zip(total, self.limit(), strict=True))
 
-    def fits_count(self, total: Total, charge: Charge) -> int:
+    def fits_count(self, total: Total, charge: Cost) -> int:
         """How many more releases costing ``charge`` fit after ``total`` (exact).
 
         The largest n with total + n·charge within the budget; it is exactly the number
@@ -218,13 +323,17 @@ class Filter(abc.ABC):
         for used, cost, limit in zip(total, charge, self.limit(), strict=True):
             if cost == 0:
                 continue
-            if math.isinf(cost):
+            if cost >= INFINITE:
                 return 0
             room = Fraction(limit) - used
-            counts.append(max(0, math.floor(room / Fraction(cost))))
+            counts.append(max(0, math.floor(room / cost)))
         if not self.fits(total):
             return 0
         return min(counts) if counts else 2**63 - 1
+
+    def settle(self, event: ev.Event) -> Filter:
+        """The filter that handles ``event`` (itself; the auto filter decides here)."""
+        return self
 
     def refusal(self, requested: Budget, remaining: Budget) -> str:
         """The message of a refused release."""
@@ -243,7 +352,7 @@ class Filter(abc.ABC):
 
     def shown(self, total: Total) -> Charge:
         """An exact total as floats, rounded up (what receipts and reports show)."""
-        return tuple(float_up(t) for t in total)
+        return tuple(shown_value(t) for t in total)
 
     def budget(self, amount: Charge) -> Budget:
         """``amount`` as a typed budget."""
@@ -281,6 +390,10 @@ class BasicFilter(Filter):
 
     name: ClassVar[str] = "basic"
     budget_type: ClassVar[type[Budget]] = ApproxDPBudget
+
+    def exact_charge(self, event: ev.Event) -> Cost | None:
+        """(Σε, Σδ) exactly for pure, approximate and Laplace releases."""
+        return exact_basic(event)
 
     def charge(self, event: ev.Event) -> Charge:
         """(ε, δ) of the release (basic composition inside it)."""
@@ -326,6 +439,11 @@ class ZCDPFilter(Filter):
             hi *= 2.0
         inverse = smallest_satisfying(excess, hi / 2**60, hi, what="1/rho")
         self._rho = self._settle(((1.0 / inverse) * (1.0 - 2.0**-50),))[0]
+
+    def exact_charge(self, event: ev.Event) -> Cost | None:
+        """ρ exactly where it is rational (Gaussian, pure DP, ρ-zCDP)."""
+        rho = exact_rho(event)
+        return None if rho is None else (rho,)
 
     def charge(self, event: ev.Event) -> Charge:
         """ρ of the release."""
@@ -376,6 +494,11 @@ class GDPFilter(Filter):
         inverse = smallest_satisfying(excess, hi / 2**60, hi, what="1/mu")
         mu = (1.0 / inverse) * (1.0 - 2.0**-50)
         self._mu_squared = self._settle((mu * mu * (1.0 - 2.0**-50),))[0]
+
+    def exact_charge(self, event: ev.Event) -> Cost | None:
+        """Σ(Δ/σ)² exactly."""
+        mu2 = exact_mu_squared(event)
+        return None if mu2 is None else (mu2,)
 
     def charge(self, event: ev.Event) -> Charge:
         """μ² of the release."""
@@ -436,6 +559,32 @@ class RDPFilter(Filter):
             )
         self._limit = self._settle((limit * (1.0 - 2.0**-50),))[0]
 
+    @staticmethod
+    def order_for(epsilon: float, delta: float, workload: ev.Event) -> float:
+        """The order at which the most repetitions of ``workload`` fit (ε, δ).
+
+        Maximises B(α)/R(α), B the budget at order α and R the workload's Rényi
+        divergence (Mironov 2017; the conversion is Balle et al. 2020, Thm 21). Any
+        order gives a valid filter; this only chooses the one that suits the workload.
+        """
+        curve = rdp_curve(workload)
+        log_delta = math.log(delta)
+
+        def objective(a: float) -> float:
+            budget = epsilon - math.log1p(-1 / a) + (log_delta + math.log(a)) / (a - 1)
+            if budget <= 0:
+                return math.inf
+            value = curve(a)
+            return math.inf if not value > 0 else math.log(value) - math.log(budget)
+
+        order, best = _minimise_over_order(objective)
+        if not math.isfinite(best):
+            raise NotApplicableError(
+                f"no Rényi order gives a budget for ({epsilon!r}, {delta!r}) that fits "
+                f"{workload!r}."
+            )
+        return order
+
     def charge(self, event: ev.Event) -> Charge:
         """R(α) of the release."""
         return (round_up(rdp_curve(event)(self.order)),)
@@ -457,6 +606,76 @@ class RDPFilter(Filter):
     def config(self) -> dict[str, Any]:
         """Includes the order."""
         return {"accountant": self.name, "order": self.order}
+
+
+class AutoFilter(Filter):
+    """The default: undecided until the first release, then the filter that fits it best.
+
+    At the first release the ledger fixes, for good, the filter under which the most
+    releases like it fit the budget: basic composition or zCDP for releases either can
+    account (with δ = 0 only basic applies); a Rényi filter, at the order where the most
+    such releases fit, for releases only Rényi DP can account (Poisson-subsampled
+    Gaussians: DP-SGD). Gaussian DP is never chosen automatically (it refuses every
+    non-Gaussian release); ask for ``accountant="gdp"``.
+
+    Why this is valid: the first release is chosen before any output exists, so a choice
+    that depends only on it is a choice made in advance, and from then on the ledger *is*
+    that filter (each valid under adaptivity, see its docstring). No single filter is
+    known that fits as many pure-DP releases as basic composition and as many Gaussian
+    releases as zCDP at once (docs/ledger.md, "The default ledger"); a refused release
+    says which accountant would have accepted it.
+    """
+
+    name: ClassVar[str] = "auto"
+    budget_type: ClassVar[type[Budget]] = ApproxDPBudget
+
+    def __init__(self, epsilon: float, delta: float) -> None:
+        super().__init__(epsilon, delta)
+        self._chosen: dict[ev.Event, Filter] = {}
+
+    def candidates(self) -> list[Filter]:
+        """The filters it chooses between (without the Rényi one)."""
+        if self.delta == 0:
+            return [BasicFilter(self.epsilon, 0.0)]
+        return [BasicFilter(self.epsilon, self.delta), ZCDPFilter(self.epsilon, self.delta)]
+
+    def settle(self, event: ev.Event) -> Filter:
+        """The filter under which the most releases like ``event`` fit."""
+        found = self._chosen.get(event)
+        if found is not None:
+            return found
+        best: Filter | None = None
+        best_count = -1
+        for candidate in self.candidates():
+            try:
+                count = candidate.fits_event(candidate.zero(), event)
+            except NotApplicableError:
+                continue
+            if count > best_count:
+                best, best_count = candidate, count
+        if best is None and self.delta > 0:
+            order = RDPFilter.order_for(self.epsilon, self.delta, event)
+            best = RDPFilter(self.epsilon, self.delta, order)
+        if best is None:
+            raise NotApplicableError(
+                f"no filter of a pure-DP ledger (δ = 0) can account for {event!r}: it has no "
+                "pure ε. Give the ledger a δ > 0."
+            )
+        if len(self._chosen) < 256:
+            self._chosen[event] = best
+        return best
+
+    def charge(self, event: ev.Event) -> Charge:
+        """Never charged itself: :meth:`settle` hands every release to the chosen filter."""
+        raise NotApplicableError("internal error: the auto filter charges nothing itself")
+
+    def limit(self) -> Charge:
+        """(ε, δ)."""
+        return (self.epsilon, self.delta)
+
+    def guarantee(self, total: Charge) -> tuple[float, float]:
+        """Nothing is spent before the choice."""
+        return (0.0, 0.0)
 
 
 Run = tuple[ev.Event, int]
@@ -544,6 +763,10 @@ class PlannedFilter(Filter):
             )
         return (1.0,)
 
+    def exact_charge(self, event: ev.Event) -> Cost | None:
+        """One position."""
+        return (Fraction(1),) if event in self.members else None
+
     def admit(self, total: Total, event: ev.Event) -> None:
         """The release must be the next one of the schedule."""
         position = int(total[0])
@@ -613,15 +836,33 @@ ACCOUNTANT_CHOICES = ("auto", *FILTERS)
 
 
 def make_filter(
-    accountant: str, epsilon: float, delta: float, order: float | None = None
+    accountant: str,
+    epsilon: float,
+    delta: float,
+    order: float | None = None,
+    workload: ev.Event | None = None,
 ) -> Filter:
-    """Build the filter named ``accountant`` ("auto": basic if δ = 0, else zCDP)."""
+    """Build the filter named ``accountant`` ("auto": decided at the first release).
+
+    ``workload`` (for "rdp" without ``order``): the order is chosen so that the most
+    repetitions of the workload fit.
+    """
     if accountant == "auto":
-        accountant = "basic" if delta == 0 else "zcdp"
+        if order is not None or workload is not None:
+            raise InvalidArgumentError(
+                "`order` and `workload` apply to accountant='rdp' only. Found accountant='auto'."
+            )
+        # with δ = 0 only basic composition applies: nothing to decide
+        return BasicFilter(epsilon, 0.0) if delta == 0 else AutoFilter(epsilon, delta)
     if accountant == "rdp":
+        if order is None and workload is not None:
+            if delta == 0:
+                raise InvalidArgumentError("an RDP ledger needs `delta` > 0. Found 0.0.")
+            order = RDPFilter.order_for(epsilon, delta, workload)
         return RDPFilter(epsilon, delta, order)
-    if order is not None:
+    if order is not None or workload is not None:
         raise InvalidArgumentError(
-            f"`order` applies to accountant='rdp' only. Found accountant={accountant!r}."
+            f"`order` and `workload` apply to accountant='rdp' only. Found "
+            f"accountant={accountant!r}."
         )
     return FILTERS[accountant](epsilon, delta)
