@@ -197,11 +197,6 @@ def _audit_summary(reports: list[Any]) -> str:
     return "\n".join(lines)
 
 
-def _short(event: ev.Event, width: int = 46) -> str:
-    text = repr(event)
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _ledger_show(args: argparse.Namespace) -> int:
     from dpledger.ledger import Ledger
 
@@ -215,29 +210,49 @@ def _ledger_show(args: argparse.Namespace) -> int:
             ) from error
     with Ledger.open(args.path, key=key, readonly=True) as ledger:
         receipts = ledger.receipts
+        delta = ledger.delta
         print(f"ledger    : {args.path}  (verified: {len(receipts)} receipts, hash chain intact)")
         print(
-            f"budget    : ({ledger.epsilon:g}, {ledger.delta:g})-DP, accountant "
+            f"budget    : ({ledger.epsilon:g}, {delta:g})-DP, accountant "
             f"{ledger.accountant!r}, adjacency {ledger.adjacency!r}"
         )
         print(f"            = {ledger.budget}")
         print()
-        header = (
-            f"{'#':>4}  {'time (UTC)':<19}  {'label':<16}  {'release':<46}  "
-            f"{'charge':>12}  {'eps spent':>10}"
-        )
-        print(header)
-        print("-" * len(header))
+        rows = [("#", "time (UTC)", "label", "release", "charge", f"= ε at δ={delta:g}", "ε spent")]
         for r in receipts:
-            charge = ", ".join(f"{c:.4g}" for c in r.charge) if r.kind == "spend" else "plan"
-            print(
-                f"{r.seq:>4}  {r.timestamp[:19]:<19}  {(r.label or '')[:16]:<16}  "
-                f"{_short(r.event):<46}  {charge:>12}  {r.epsilon:>10.6g}"
+            if r.kind == "plan":
+                charge, alone = "plan", ""
+            else:
+                charge = str(r.charge)
+                eps = r.charge.epsilon_at(delta) if delta > 0 else r.charge.epsilon_at(0.0)
+                alone = "" if eps != eps else f"{eps:.6g}"
+            rows.append(
+                (
+                    str(r.seq),
+                    r.timestamp[:19],
+                    r.label or "",
+                    r.mechanism or repr(r.event),
+                    charge,
+                    alone,
+                    f"{r.epsilon:.6g}",
+                )
             )
-        eps, delta = ledger.spent
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        for n, row in enumerate(rows):
+            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+            if n == 0:
+                print("  ".join("-" * w for w in widths))
+        eps, spent_delta = ledger.spent
+        remaining = ledger.remaining
         print()
-        print(f"spent     : ({eps:.6g}, {delta:g})-DP (filter-tracked)")
-        print(f"remaining : {ledger.remaining}")
+        print(f"spent     : ({eps:.6g}, {spent_delta:g})-DP (filter-tracked)")
+        left = remaining.epsilon_at(delta)
+        extra = (
+            ""
+            if left != left
+            else f"  (a release using all of it: ε = {left:.6g} at δ = {delta:g})"
+        )
+        print(f"remaining : {remaining}{extra}")
         planned = ledger.planned_remaining
         if planned is not None:
             print(f"planned   : {len(planned)} planned releases not yet made")

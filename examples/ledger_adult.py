@@ -101,7 +101,7 @@ def main() -> None:
     print(f"\nspent: ({eps:.4f}, {delta:g})-DP of the (1, 1e-6) budget; receipts:")
     for receipt in ledger.receipts:
         print(
-            f"  #{receipt.seq} {receipt.label:<20} rho {receipt.charge[0]:.3e}  "
+            f"  #{receipt.seq} {receipt.label:<20} {receipt.charge}  "
             f"epsilon so far {receipt.epsilon:.4f}"
         )
     ledger.close()

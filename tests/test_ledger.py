@@ -43,7 +43,11 @@ def test_spend_returns_receipt_and_refuses_overrun():
     ledger = dpl.Ledger(1.0, 0.0)
     assert ledger.accountant == "basic"
     receipt = ledger.spend(ev.PureDP(0.4), label="first")
-    assert receipt.seq == 0 and receipt.label == "first" and receipt.charge == (0.4, 0.0)
+    assert (
+        receipt.seq == 0
+        and receipt.label == "first"
+        and receipt.charge == dpl.ledger.ApproxDPBudget(0.4, 0.0)
+    )
     ledger.spend(epsilon=0.5)
     before = ledger.to_dict()
     with pytest.raises(BudgetExceededError) as excinfo:

@@ -63,7 +63,7 @@ def test_three_release_mix_by_shares():
     ledger.spend(third)
     assert 0.99 <= ledger.spent[0] <= 1.0
     # the three shares were equal in the ledger's currency
-    charges = [r.charge[0] for r in ledger.receipts]
+    charges = [r.charge.rho for r in ledger.receipts]
     assert max(charges) / min(charges) == pytest.approx(1.0, rel=1e-6)
 
 
@@ -139,3 +139,24 @@ def test_auto_choice_made_by_calibrate_is_the_one_recorded():
     assert ledger.spent[0] >= 0.99
     again = dpl.Ledger.from_dict(ledger.to_dict())
     assert again.accountant == ledger.accountant and again.spent == ledger.spent
+
+
+def test_ledger_show_sample_in_docs_is_what_the_command_prints(tmp_path, capsys):
+    """docs/ledger.md shows `dpledger ledger show` output: same lines but the timestamps."""
+    import re
+    from pathlib import Path
+
+    from dpledger.cli import main
+
+    path = tmp_path / "study.ledger"
+    with dpl.Ledger(1.0, 1e-6, path=path) as ledger:
+        ledger.release(mech.Gaussian(2000.0, 90.0), 3.0, label="sum of ages (clipped to [0, 90])")
+        ledger.release(
+            mech.DiscreteGaussian(9.0, dimension=16), [1] * 16, label="education histogram"
+        )
+    assert main(["ledger", "show", str(path)]) == 0
+    printed = capsys.readouterr().out.replace(str(path), "study.ledger")
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "ledger.md").read_text()
+    shown = doc.split("$ dpledger ledger show study.ledger\n", 1)[1].split("```", 1)[0]
+    stamp = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+    assert stamp.sub("T", printed) == stamp.sub("T", shown)

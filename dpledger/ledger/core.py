@@ -89,12 +89,16 @@ class Receipt:
         event: What was released (an event), or the planned schedule.
         label: The caller's label, if any.
         currency: The ledger's currency ("approx_dp", "zcdp", "gdp", "rdp", "plan").
-        charge: What this release cost, in that currency.
-        total: The cumulative spend after it (rounded up).
+        charge: What this release cost, a typed budget in that currency
+            (``charge.epsilon_at(delta)``: the same in ε at the ledger's δ).
+        total: The cumulative spend after it (rounded up), a typed budget.
         epsilon: The filter-tracked ε after it (at the ledger's δ).
         delta: The δ it is reported at.
         timestamp: UTC time of the charge (ISO 8601).
         hash: The receipt's chain hash (hex).
+        mechanism: The mechanism charged, in data units (its repr), when a mechanism was
+            spent; ``event`` is what it releases (for the safe Laplace and Gaussian, the
+            discrete event in grid units).
     """
 
     seq: int
@@ -102,12 +106,13 @@ class Receipt:
     event: ev.Event
     label: str | None
     currency: str
-    charge: tuple[float, ...]
-    total: tuple[float, ...]
+    charge: Budget
+    total: Budget
     epsilon: float
     delta: float
     timestamp: str
     hash: str
+    mechanism: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -117,12 +122,13 @@ class Receipt:
             "event": ev.to_dict(self.event),
             "label": self.label,
             "currency": self.currency,
-            "charge": list(self.charge),
-            "total": list(self.total),
+            "charge": list(self.charge.as_tuple()),
+            "total": list(self.total.as_tuple()),
             "epsilon": self.epsilon,
             "delta": self.delta,
             "timestamp": self.timestamp,
             "hash": self.hash,
+            "mechanism": self.mechanism,
         }
 
 
@@ -227,6 +233,8 @@ class Ledger:
             sensitivities charged to this ledger are stated under.
         path: An SQLite file to keep the ledger in (created if absent, verified if not).
         order: The Rényi order of an "rdp" ledger (default: best for Gaussian-like work).
+        workload: For an "rdp" ledger without ``order``: a release (or a whole schedule)
+            like those to come; the order is the one at which the most of them fit.
         key: Optional secret bytes; the receipt chain and the head's seal become HMACs
             (tamper-evident even against someone who can rewrite the file; see
             docs/ledger.md for what is and is not detected).
@@ -253,9 +261,10 @@ class Ledger:
         adjacency: str = ev.ADD_REMOVE,
         path: str | Path | None = None,
         order: float | None = None,
+        workload: Any = None,
         key: bytes | None = None,
     ) -> None:
-        self._setup(epsilon, delta, accountant, adjacency, order, key)
+        self._setup(epsilon, delta, accountant, adjacency, order, key, workload)
         if path is not None:
             if not isinstance(path, (str, Path)):
                 raise InvalidArgumentTypeError(
@@ -271,6 +280,7 @@ class Ledger:
         adjacency: Any,
         order: Any,
         key: Any,
+        workload: Any = None,
     ) -> None:
         self.epsilon = check_positive("epsilon", epsilon)
         self.delta = check_probability("delta", delta)
@@ -281,7 +291,9 @@ class Ledger:
         if key is not None and not key:
             raise InvalidArgumentError("`key` must not be empty. Found b''.")
         self._key: bytes | None = key
-        self._base: Filter = make_filter(accountant, self.epsilon, self.delta, order)
+        if workload is not None:
+            workload = _as_event(workload, None, None)
+        self._base: Filter = make_filter(accountant, self.epsilon, self.delta, order, workload)
         self._state = _State(self._base, self._base.zero())
         self._pending: Filter | None = None  # an auto ledger's choice made by calibrate()
         self._lock = threading.RLock()
@@ -547,12 +559,13 @@ class Ledger:
                 event=event,
                 label=body.get("label"),
                 currency=body["currency"],
-                charge=tuple(body["charge"]),
-                total=tuple(body["total"]),
+                charge=state.filter.budget(tuple(body["charge"]) or state.filter.zero_shown()),
+                total=state.filter.budget(tuple(body["total"])),
                 epsilon=body["epsilon"],
                 delta=body["delta"],
                 timestamp=body["timestamp"],
                 hash=digest,
+                mechanism=body.get("mechanism"),
             )
         )
 
@@ -610,8 +623,11 @@ class Ledger:
         event = _as_event(item, epsilon, delta)
         label = _check_label(label)
         _check_adjacency(event, self.adjacency)
+        extra = None
+        if item is not None and not isinstance(item, ev.Event):
+            extra = {"mechanism": repr(item)}
         try:
-            return self._commit("spend", event, label)
+            return self._commit("spend", event, label, extra)
         except (BudgetExceededError, NotApplicableError) as refused:
             hint = self._alternatives(event)
             if not hint:

@@ -154,6 +154,13 @@ class Budget(abc.ABC):
     def as_tuple(self) -> Charge:
         """The amount as a tuple of floats."""
 
+    @abc.abstractmethod
+    def epsilon_at(self, delta: float) -> float:
+        """ε at ``delta`` of a release costing this amount alone (an upper bound)."""
+
+    def __str__(self) -> str:
+        return repr(self)
+
     def __le__(self, other: object) -> bool:
         if not isinstance(other, Budget) or other.currency != self.currency:
             return NotImplemented
@@ -177,6 +184,13 @@ class ApproxDPBudget(Budget):
         """(ε, δ)."""
         return (self.epsilon, self.delta)
 
+    def epsilon_at(self, delta: float) -> float:
+        """ε, if this δ is within ``delta`` (else ∞)."""
+        return self.epsilon if self.delta <= delta else math.inf
+
+    def __str__(self) -> str:
+        return f"(ε={self.epsilon:.6g}, δ={self.delta:.6g})"
+
 
 @dataclass(frozen=True)
 class ZCDPBudget(Budget):
@@ -188,6 +202,13 @@ class ZCDPBudget(Budget):
     def as_tuple(self) -> Charge:
         """(ρ,)."""
         return (self.rho,)
+
+    def epsilon_at(self, delta: float) -> float:
+        """The tight zCDP conversion (Canonne, Kamath & Steinke 2020)."""
+        return 0.0 if self.rho == 0 else zcdp_to_approx_dp(self.rho, delta)
+
+    def __str__(self) -> str:
+        return f"ρ={self.rho:.6g} (zCDP)"
 
 
 @dataclass(frozen=True)
@@ -206,6 +227,13 @@ class GDPBudget(Budget):
         """(μ²,)."""
         return (self.mu_squared,)
 
+    def epsilon_at(self, delta: float) -> float:
+        """Exact for μ-GDP (Dong, Roth & Su 2019)."""
+        return 0.0 if self.mu_squared == 0 else gdp_epsilon(delta, round_up(self.mu))
+
+    def __str__(self) -> str:
+        return f"μ={self.mu:.6g} (Gaussian DP)"
+
 
 @dataclass(frozen=True)
 class RDPBudget(Budget):
@@ -219,6 +247,17 @@ class RDPBudget(Budget):
         """(R(α),)."""
         return (self.value,)
 
+    def epsilon_at(self, delta: float) -> float:
+        """The conversion at this order (Balle et al. 2020, Thm 21)."""
+        if self.value == 0:
+            return 0.0
+        a = self.order
+        eps = self.value + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
+        return round_up(max(0.0, eps))
+
+    def __str__(self) -> str:
+        return f"R(α={self.order:.4g})={self.value:.6g} (Rényi DP)"
+
 
 @dataclass(frozen=True)
 class ScheduleBudget(Budget):
@@ -230,6 +269,13 @@ class ScheduleBudget(Budget):
     def as_tuple(self) -> Charge:
         """(releases,)."""
         return (self.releases,)
+
+    def epsilon_at(self, delta: float) -> float:
+        """Not meaningful per release: the whole schedule is certified at once."""
+        return math.nan
+
+    def __str__(self) -> str:
+        return f"{self.releases:g} planned release" + ("" if self.releases == 1 else "s")
 
 
 # -- filters -----------------------------------------------------------------------------
@@ -349,6 +395,10 @@ class Filter(abc.ABC):
     def fits_event(self, total: Total, event: ev.Event) -> int:
         """How many more releases of ``event`` this filter accepts after ``total``."""
         return self.fits_count(total, self.cost(event))
+
+    def zero_shown(self) -> Charge:
+        """No spend, as floats."""
+        return tuple(0.0 for _ in self.limit())
 
     def shown(self, total: Total) -> Charge:
         """An exact total as floats, rounded up (what receipts and reports show)."""
