@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dpledger.errors import InvalidArgumentTypeError
+from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = ["resolve_rng"]
 
@@ -21,9 +21,13 @@ def resolve_rng(rng: Any) -> np.random.Generator:
     """
     if rng is None:
         return np.random.default_rng(secrets.randbits(128))
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        if rng < 0:
+            raise InvalidArgumentError(f"`rng` as a seed must be non-negative. Found {rng!r}.")
+        return np.random.default_rng(int(rng))
     if not isinstance(rng, np.random.Generator):
         raise InvalidArgumentTypeError(
-            "`rng` must be a numpy.random.Generator (e.g. numpy.random.default_rng()) or "
-            f"None. Found {rng!r} of type {type(rng).__name__}."
+            "`rng` must be a numpy.random.Generator (e.g. numpy.random.default_rng()), an "
+            f"int seed, or None. Found {rng!r} of type {type(rng).__name__}."
         )
     return rng

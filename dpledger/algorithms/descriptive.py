@@ -1,0 +1,520 @@
+"""Private descriptive statistics charged to a ledger: count, sum, mean, variance, histogram.
+
+The analyst's everyday queries. Each function
+
+* takes the data (a numpy array, a pandas Series, or a DataFrame of several columns),
+  **declared bounds** (never estimated from the data: values outside are clipped), and a
+  :class:`~dpledger.Ledger` to charge;
+* sizes its noise either as a ``share`` of what remains in the ledger (solved in the
+  ledger's own currency, :meth:`~dpledger.Ledger.calibrate`, so the ledger accepts it)
+  or for its own ``epsilon``/``delta`` (then charged at its true cost);
+* checks that all of its releases fit before the first one, charges each before its
+  noise is drawn (``Ledger.release``), and returns a float, or pandas objects with the
+  index kept (columns; declared groups).
+
+Sensitivities (one record, under the ledger's adjacency; Dwork & Roth 2014, §3): a count
+moves by 1 (add/remove) or not at all (replace-one: the count is public and released
+exactly); a clipped sum by max(|lo|, |hi|) (add/remove) or hi − lo (replace-one). With
+``by``/``groups`` a record falls in one group, so a group-by count or sum is one release
+of a vector whose L1 and L2 sensitivities are those of one group's — the parallel
+composition of McSherry 2009, without paying once per group. Several columns are one
+vector release: L2 sensitivity √Σ Δ_c², L1 Σ Δ_c.
+
+Noise: the (discrete) Gaussian when the ledger has δ > 0, the (discrete) Laplace when it
+is pure (``noise=`` overrides); counts and histograms get integer noise, sums the safe
+grid mechanisms of :mod:`dpledger.mechanisms.additive`. The mean is a noisy sum over a
+noisy count, the variance a post-processing of noisy count, sum and sum of squares
+around the middle of the bounds; both are post-processing, so they cost only their
+releases.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from dpledger._validation import check_choice, check_probability, check_real
+from dpledger.accountant import events as ev
+from dpledger.calibrate import mechanism as calibrated_mechanism
+from dpledger.errors import BudgetExceededError, InvalidArgumentError, InvalidArgumentTypeError
+from dpledger.mechanisms import DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace
+from dpledger.mechanisms.base import Mechanism
+
+__all__ = ["count", "histogram", "mean", "sum", "variance"]
+
+Bounds = tuple[float, float]
+
+
+# -- inputs --------------------------------------------------------------------------------
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError:  # pragma: no cover - exercised only without pandas
+        return None
+    return pandas
+
+
+def _columns(data: Any) -> tuple[np.ndarray, list[Any] | None, Any]:
+    """(n × c float matrix, column names or None for a 1-D input, the input's index)."""
+    pd = _pandas()
+    if pd is not None and isinstance(data, pd.DataFrame):
+        if data.shape[1] == 0:
+            raise InvalidArgumentError("`data` must have at least one column. Found none.")
+        try:
+            values = data.to_numpy(dtype=float)
+        except (TypeError, ValueError) as error:
+            raise InvalidArgumentTypeError(
+                f"`data` must hold numbers. Found columns of types {list(data.dtypes)}."
+            ) from error
+        return values, list(data.columns), data.index
+    if pd is not None and isinstance(data, pd.Series):
+        return _vector(data.to_numpy()), None, data.index
+    return _vector(data), None, None
+
+
+def _vector(data: Any) -> np.ndarray:
+    try:
+        array = np.asarray(data, dtype=float)
+    except (TypeError, ValueError) as error:
+        raise InvalidArgumentTypeError(
+            f"`data` must be numbers (array, Series or DataFrame). Found {type(data).__name__}."
+        ) from error
+    if array.ndim != 1:
+        raise InvalidArgumentError(
+            f"`data` must be one-dimensional (or a DataFrame). Found shape {array.shape}."
+        )
+    return array.reshape(-1, 1)
+
+
+def _bounds(bounds: Any, names: list[Any] | None, width: int) -> list[Bounds]:
+    """Declared (lo, hi) per column: one pair, or a dict by column name."""
+    if isinstance(bounds, dict):
+        if names is None:
+            raise InvalidArgumentError("`bounds` as a dict needs a DataFrame with named columns.")
+        missing = [c for c in names if c not in bounds]
+        if missing:
+            raise InvalidArgumentError(
+                f"`bounds` must declare every column; missing {missing!r}. Bounds are "
+                "declared, never estimated from the data."
+            )
+        pairs = [bounds[c] for c in names]
+    else:
+        pairs = [bounds] * width
+    out = []
+    for pair in pairs:
+        try:
+            lo, hi = pair
+        except (TypeError, ValueError) as error:
+            raise InvalidArgumentError(
+                f"`bounds` must be a (low, high) pair or a dict of them. Found {bounds!r}."
+            ) from error
+        lo, hi = check_real("bounds[0]", lo), check_real("bounds[1]", hi)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise InvalidArgumentError(
+                f"`bounds` must be finite with low < high. Found ({lo!r}, {hi!r})."
+            )
+        out.append((lo, hi))
+    return out
+
+
+def _groups(by: Any, groups: Any, n: int) -> tuple[np.ndarray | None, list[Any] | None]:
+    """Each row's group number (−1: not a declared group), and the declared groups."""
+    if by is None:
+        if groups is not None:
+            raise InvalidArgumentError("`groups` needs `by` (each record's group).")
+        return None, None
+    if groups is None:
+        raise InvalidArgumentError(
+            "`by` needs `groups`: the declared list of groups. Which groups exist must not "
+            "be read from the data (it would leak), so it is declared like a bound."
+        )
+    keys = list(groups)
+    if not keys or len(set(keys)) != len(keys):
+        raise InvalidArgumentError(f"`groups` must be distinct and non-empty. Found {groups!r}.")
+    labels = list(by.to_numpy() if hasattr(by, "to_numpy") else np.asarray(by, dtype=object))
+    if len(labels) != n:
+        raise InvalidArgumentError(
+            f"`by` must have one label per record ({n}). Found {len(labels)}."
+        )
+    position = {key: i for i, key in enumerate(keys)}
+    return np.array([position.get(label, -1) for label in labels], dtype=np.int64), keys
+
+
+# -- releases ------------------------------------------------------------------------------
+
+
+class _Plan:
+    """The releases of one query: statistic vectors, sensitivities and the noise family."""
+
+    def __init__(self, ledger: Any, noise: str | None, share: Any, epsilon: Any, delta: Any):
+        from dpledger.ledger import Ledger
+
+        if not isinstance(ledger, Ledger):
+            raise InvalidArgumentTypeError(
+                f"`ledger` must be a dpledger.Ledger (the budget this query is charged to). "
+                f"Found {type(ledger).__name__}."
+            )
+        self.ledger = ledger
+        if noise is None:
+            noise = "gaussian" if ledger.delta > 0 else "laplace"
+        self.noise = check_choice("noise", noise, ("gaussian", "laplace"))
+        if epsilon is None and delta is not None:
+            raise InvalidArgumentError("`delta` goes with `epsilon`.")
+        if epsilon is not None and share is not None:
+            raise InvalidArgumentError("pass `share` or `epsilon`/`delta`, not both.")
+        self.epsilon = epsilon
+        self.delta = 0.0 if delta is None else check_probability("delta", delta)
+        if share is None and epsilon is None:
+            raise InvalidArgumentError(
+                "pass `share=` (the fraction of the ledger's remaining budget this query may "
+                "use, in (0, 1]) or `epsilon=` (and `delta=`) for the query's own guarantee."
+            )
+        self.share = share
+        self.items: list[tuple[np.ndarray, bool, float, float, str]] = []
+
+    def add(self, value: np.ndarray, integer: bool, l1: float, l2: float, label: str) -> None:
+        """One release: the vector, whether it is integer-valued, its sensitivities."""
+        self.items.append((value, integer, l1, l2, label))
+
+    def _factory(self, integer: bool, l1: float, l2: float, d: int) -> Callable[[float], Any]:
+        if self.noise == "gaussian":
+            if integer:
+                return lambda s: DiscreteGaussian(s, l2, dimension=d)
+            return lambda s: Gaussian(s, l2, dimension=d)
+        if integer:
+            return lambda t: DiscreteLaplace(t, l1, dimension=d)
+        return lambda b: Laplace(b, l1, dimension=d)
+
+    def run(self, rng: Any) -> list[np.ndarray]:
+        """Calibrate every release, check they all fit, then release them in turn."""
+        k = len(self.items)
+        mechanisms: list[Mechanism] = []
+        for value, integer, l1, l2, _ in self.items:
+            factory = self._factory(integer, l1, l2, value.size)
+            if self.epsilon is not None:
+                if self.noise == "laplace" and self.delta > 0:
+                    raise InvalidArgumentError("Laplace noise is pure: pass `delta=0`.")
+                if self.noise == "gaussian" and self.delta == 0:
+                    raise InvalidArgumentError(
+                        "Gaussian noise needs `delta` > 0 (or noise='laplace')."
+                    )
+                # the query's own (ε, δ), split evenly over its releases (basic composition)
+                mechanisms.append(
+                    calibrated_mechanism(factory, epsilon=self.epsilon / k, delta=self.delta / k)
+                )
+            else:
+                # equal shares of what remains now; charges add in every ledger currency
+                mechanisms.append(self.ledger.calibrate(factory, share=self.share / k))
+        if k > 1 and self.ledger.fits(ev.Composed(tuple(m.event for m in mechanisms))) < 1:
+            raise BudgetExceededError(
+                "this query's releases do not fit the remaining budget together; nothing was "
+                "released.",
+                remaining=self.ledger.remaining,
+            )
+        out = []
+        for mech, (value, integer, _, _, label) in zip(mechanisms, self.items, strict=True):
+            noisy = self.ledger.release(
+                mech, value.astype(np.int64) if integer else value, rng, label=label
+            )
+            out.append(np.asarray(noisy, dtype=float).reshape(-1))
+        return out
+
+
+def _clip(values: np.ndarray, bounds: list[Bounds]) -> np.ndarray:
+    lo = np.array([b[0] for b in bounds])
+    hi = np.array([b[1] for b in bounds])
+    clipped: np.ndarray = np.clip(np.nan_to_num(values, nan=0.0), lo, hi)
+    return clipped
+
+
+def _per_group(values: np.ndarray, group: np.ndarray | None, n_groups: int) -> np.ndarray:
+    """Column sums per group: (groups × columns), or (1 × columns) without groups."""
+    if group is None:
+        summed: np.ndarray = values.sum(axis=0, keepdims=True)
+        return summed
+    out = np.zeros((n_groups, values.shape[1]))
+    keep = group >= 0
+    np.add.at(out, group[keep], values[keep])
+    return out
+
+
+def _shape(result: np.ndarray, names: list[Any] | None, keys: list[Any] | None, index: Any) -> Any:
+    """A float, or pandas objects keyed by groups (rows) and columns."""
+    pd = _pandas()
+    table = result.reshape(len(keys) if keys else 1, -1)
+    if keys is None and names is None:
+        return float(table[0, 0])
+    if pd is None:  # pragma: no cover - without pandas: dicts
+        if keys is None:
+            return dict(zip(names or [0], table[0], strict=True))
+        return {
+            k: dict(zip(names or [0], row, strict=True)) for k, row in zip(keys, table, strict=True)
+        }
+    if keys is None:
+        return pd.Series(table[0], index=names)
+    if names is None:
+        return pd.Series(table[:, 0], index=pd.Index(keys))
+    return pd.DataFrame(table, index=pd.Index(keys), columns=names)
+
+
+def _sum_sensitivity(bounds: list[Bounds], adjacency: str) -> tuple[float, float]:
+    """(L1, L2) sensitivity of a vector of clipped column sums."""
+    if adjacency == ev.ADD_REMOVE:
+        per = [max(abs(lo), abs(hi)) for lo, hi in bounds]
+    else:
+        per = [hi - lo for lo, hi in bounds]
+    return math.fsum(per), math.sqrt(math.fsum(p * p for p in per))
+
+
+def _count_sensitivity(adjacency: str) -> tuple[float, float]:
+    """(L1, L2) of a (group) count vector."""
+    if adjacency == ev.ADD_REMOVE:
+        return 1.0, 1.0
+    return 2.0, math.sqrt(2.0)  # replace-one: one group loses a record, another gains it
+
+
+# -- the queries ---------------------------------------------------------------------------
+
+
+def count(
+    data: Any,
+    *,
+    ledger: Any,
+    by: Any = None,
+    groups: Sequence[Any] | None = None,
+    share: float | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    noise: str | None = None,
+    rng: Any = None,
+) -> Any:
+    """The number of records (per declared group), with integer noise.
+
+    Under replace-one adjacency the total number of records is public and is returned
+    exactly at no cost; group counts are still noisy (L1 sensitivity 2, L2 √2).
+
+    Example:
+        >>> import numpy as np
+        >>> from dpledger import Ledger
+        >>> from dpledger.algorithms import count
+        >>> n = count(np.arange(1000), ledger=Ledger(1.0, 1e-6), share=0.5, rng=0)
+        >>> abs(n - 1000) < 60
+        True
+    """
+    try:
+        n = len(data)
+    except TypeError as error:
+        raise InvalidArgumentTypeError(
+            f"`data` must be a sequence of records (array, Series, DataFrame, list). Found "
+            f"{type(data).__name__}."
+        ) from error
+    group, keys = _groups(by, groups, n)
+    plan = _Plan(ledger, noise, share, epsilon, delta)
+    if keys is None and ledger.adjacency == ev.REPLACE_ONE:
+        return float(n)
+    ones = np.ones((n, 1))
+    counts = _per_group(ones, group, len(keys) if keys else 1)
+    l1, l2 = _count_sensitivity(ledger.adjacency)
+    plan.add(counts.reshape(-1), True, l1, l2, "count")
+    (noisy,) = plan.run(rng)
+    return _shape(noisy, None, keys, None)
+
+
+def sum(
+    data: Any,
+    *,
+    bounds: Any,
+    ledger: Any,
+    by: Any = None,
+    groups: Sequence[Any] | None = None,
+    share: float | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    noise: str | None = None,
+    rng: Any = None,
+) -> Any:
+    """The sum of values clipped to the declared ``bounds`` (per column, per group)."""
+    values, names, index = _columns(data)
+    column_bounds = _bounds(bounds, names, values.shape[1])
+    group, keys = _groups(by, groups, values.shape[0])
+    plan = _Plan(ledger, noise, share, epsilon, delta)
+    sums = _per_group(_clip(values, column_bounds), group, len(keys) if keys else 1)
+    l1, l2 = _sum_sensitivity(column_bounds, ledger.adjacency)
+    plan.add(sums.reshape(-1), False, l1, l2, "sum")
+    (noisy,) = plan.run(rng)
+    return _shape(noisy, names, keys, index)
+
+
+def _moments(
+    data: Any,
+    bounds: Any,
+    ledger: Any,
+    by: Any,
+    groups: Any,
+    share: Any,
+    epsilon: Any,
+    delta: Any,
+    noise: Any,
+    rng: Any,
+    second: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, list[Bounds], Any, Any]:
+    """Noisy (count, centred sum, centred sum of squares) per group and column."""
+    values, names, _ = _columns(data)
+    column_bounds = _bounds(bounds, names, values.shape[1])
+    group, keys = _groups(by, groups, values.shape[0])
+    n_groups = len(keys) if keys else 1
+    plan = _Plan(ledger, noise, share, epsilon, delta)
+    middle = np.array([(lo + hi) / 2 for lo, hi in column_bounds])
+    half = [((hi - lo) / 2) for lo, hi in column_bounds]
+    centred = _clip(values, column_bounds) - middle
+    public_n = keys is None and ledger.adjacency == ev.REPLACE_ONE
+    if not public_n:
+        l1, l2 = _count_sensitivity(ledger.adjacency)
+        ones = np.ones((values.shape[0], 1))
+        plan.add(_per_group(ones, group, n_groups).reshape(-1), True, l1, l2, "count")
+    # centred on the middle of the bounds: each value moves the sum by at most half the
+    # range (add/remove) or the whole range (replace-one)
+    centred_bounds = [(-h, h) for h in half]
+    l1, l2 = _sum_sensitivity(centred_bounds, ledger.adjacency)
+    plan.add(_per_group(centred, group, n_groups).reshape(-1), False, l1, l2, "sum")
+    if second:
+        square_bounds = [(0.0, h * h) for h in half]
+        l1, l2 = _sum_sensitivity(square_bounds, ledger.adjacency)
+        plan.add(
+            _per_group(centred**2, group, n_groups).reshape(-1), False, l1, l2, "sum of squares"
+        )
+    released = plan.run(rng)
+    if public_n:
+        n = np.full((n_groups, 1), float(values.shape[0]))
+        rest = released
+    else:
+        n, rest = released[0].reshape(n_groups, 1), released[1:]
+    s1 = rest[0].reshape(n_groups, -1)
+    s2 = rest[1].reshape(n_groups, -1) if second else None
+    return n, s1, s2, column_bounds, names, keys
+
+
+def mean(
+    data: Any,
+    *,
+    bounds: Any,
+    ledger: Any,
+    by: Any = None,
+    groups: Sequence[Any] | None = None,
+    share: float | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    noise: str | None = None,
+    rng: Any = None,
+) -> Any:
+    """The mean of values clipped to ``bounds``: a noisy sum over a noisy count.
+
+    The sum is taken around the middle of the bounds (its sensitivity is half the range
+    under add/remove) and the result is clipped to the bounds (post-processing).
+    """
+    n, s1, _, column_bounds, names, keys = _moments(
+        data, bounds, ledger, by, groups, share, epsilon, delta, noise, rng, second=False
+    )
+    middle = np.array([(lo + hi) / 2 for lo, hi in column_bounds])
+    lo = np.array([b[0] for b in column_bounds])
+    hi = np.array([b[1] for b in column_bounds])
+    result = np.clip(middle + s1 / np.maximum(n, 1.0), lo, hi)
+    return _shape(result, names, keys, None)
+
+
+def variance(
+    data: Any,
+    *,
+    bounds: Any,
+    ledger: Any,
+    by: Any = None,
+    groups: Sequence[Any] | None = None,
+    share: float | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    noise: str | None = None,
+    rng: Any = None,
+) -> Any:
+    """The (population) variance of values clipped to ``bounds``.
+
+    From noisy count n, centred sum S₁ and centred sum of squares S₂ (centred on the middle
+    m of the bounds): Var = S₂/n − (S₁/n)², clipped to [0, (hi − lo)²/4] — post-processing
+    of three releases.
+    """
+    n, s1, s2, column_bounds, names, keys = _moments(
+        data, bounds, ledger, by, groups, share, epsilon, delta, noise, rng, second=True
+    )
+    assert s2 is not None
+    safe_n = np.maximum(n, 1.0)
+    top = np.array([((hi - lo) / 2) ** 2 for lo, hi in column_bounds])
+    result = np.clip(s2 / safe_n - (s1 / safe_n) ** 2, 0.0, top)
+    return _shape(result, names, keys, None)
+
+
+def histogram(
+    data: Any,
+    *,
+    bins: Any,
+    ledger: Any,
+    share: float | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    noise: str | None = None,
+    rng: Any = None,
+) -> Any:
+    """Counts per declared category (a list of values) or per bin (increasing edges).
+
+    ``bins`` is declared, never read from the data: a list of categories (records whose
+    value is not among them are not counted), or numeric bin edges (values outside the
+    edges are not counted). One record moves one count: L1 sensitivity 1, L2 1
+    (add/remove); 2 and √2 (replace-one). Returns a pandas Series indexed by category
+    (or by bin interval).
+    """
+    pd = _pandas()
+    labels = list(data.to_numpy() if hasattr(data, "to_numpy") else np.asarray(data, dtype=object))
+    edges = None
+    try:
+        numeric = np.asarray(bins, dtype=float)
+        if numeric.ndim == 1 and numeric.size >= 2 and np.all(np.diff(numeric) > 0):
+            edges = numeric
+    except (TypeError, ValueError):
+        edges = None
+    if edges is not None:
+        values = np.asarray(labels, dtype=float)
+        counts, _ = np.histogram(values[np.isfinite(values)], bins=edges)
+        index: Any = (
+            pd.IntervalIndex.from_breaks(edges, closed="left")
+            if pd is not None
+            else list(edges[:-1])
+        )
+    else:
+        keys = list(bins)
+        if not keys or len(set(keys)) != len(keys):
+            raise InvalidArgumentError(
+                f"`bins` must be distinct categories or edges. Found {bins!r}."
+            )
+        position = {k: i for i, k in enumerate(keys)}
+        counts = np.zeros(len(keys), dtype=np.int64)
+        for label in labels:
+            i = position.get(label)
+            if i is not None:
+                counts[i] += 1
+        index = keys
+    from dpledger.ledger import Ledger
+
+    if not isinstance(ledger, Ledger):
+        raise InvalidArgumentTypeError(
+            f"`ledger` must be a dpledger.Ledger. Found {type(ledger).__name__}."
+        )
+    plan = _Plan(ledger, noise, share, epsilon, delta)
+    l1, l2 = _count_sensitivity(ledger.adjacency)
+    plan.add(np.asarray(counts, dtype=float), True, l1, l2, "histogram")
+    (noisy,) = plan.run(rng)
+    if pd is None:  # pragma: no cover
+        return dict(zip(index, noisy, strict=True))
+    return pd.Series(noisy, index=index)

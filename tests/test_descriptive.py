@@ -1,0 +1,130 @@
+"""The analyst's path: private count, sum, mean, variance, histogram charged to a ledger."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpledger as dpl
+from dpledger import algorithms as alg
+from dpledger import events as ev
+from dpledger.errors import BudgetExceededError, InvalidArgumentError
+
+
+@pytest.fixture
+def frame():
+    rng = np.random.default_rng(0)
+    n = 20_000
+    return pd.DataFrame(
+        {
+            "age": rng.normal(40, 12, n).clip(17, 90),
+            "hours": rng.normal(40, 10, n).clip(1, 99),
+            "sex": rng.choice(["Female", "Male"], n),
+        },
+        index=pd.RangeIndex(n, name="id"),
+    )
+
+
+def test_each_query_charges_its_releases_with_the_stated_sensitivity(frame):
+    ledger = dpl.Ledger(2.0, 1e-6, accountant="zcdp")
+    alg.count(frame, ledger=ledger, share=0.1, rng=1)
+    alg.sum(frame["age"], bounds=(0, 100), ledger=ledger, share=0.1, rng=2)
+    alg.mean(frame["age"], bounds=(17, 90), ledger=ledger, share=0.2, rng=3)
+    alg.variance(frame["age"], bounds=(17, 90), ledger=ledger, share=0.2, rng=4)
+    alg.histogram(frame["sex"], bins=["Female", "Male"], ledger=ledger, share=0.5, rng=5)
+    labels = [r.label for r in ledger.receipts]
+    assert labels == ["count", "sum", "count", "sum", "count", "sum", "sum of squares", "histogram"]
+    # sensitivities in data units: count 1, clipped sum max(|lo|,|hi|) = 100, centred
+    # mean sum (90-17)/2 = 36.5, centred squares 36.5², histogram 1
+    sens = [float(r.mechanism.split("sensitivity=")[1].split(",")[0]) for r in ledger.receipts]
+    assert sens == [1.0, 100.0, 1.0, 36.5, 1.0, 36.5, 36.5**2, 1.0]
+    assert ledger.spent[0] <= 2.0
+
+
+def test_results_are_accurate_and_keep_the_index(frame):
+    ledger = dpl.Ledger(10.0, 1e-6)
+    means = alg.mean(
+        frame[["age", "hours"]],
+        bounds={"age": (17, 90), "hours": (1, 99)},
+        by=frame["sex"],
+        groups=["Female", "Male"],
+        ledger=ledger,
+        share=0.5,
+        rng=7,
+    )
+    truth = frame.groupby("sex")[["age", "hours"]].mean()
+    assert isinstance(means, pd.DataFrame)
+    assert list(means.index) == ["Female", "Male"] and list(means.columns) == ["age", "hours"]
+    assert np.allclose(means.to_numpy(), truth.loc[["Female", "Male"]].to_numpy(), atol=0.5)
+    var = alg.variance(frame["age"], bounds=(17, 90), ledger=ledger, share=0.5, rng=8)
+    assert var == pytest.approx(frame["age"].var(ddof=0), rel=0.05)
+    col_sums = alg.sum(
+        frame[["age", "hours"]], bounds=(0, 100), ledger=dpl.Ledger(10, 1e-6), share=1.0, rng=9
+    )
+    assert isinstance(col_sums, pd.Series) and list(col_sums.index) == ["age", "hours"]
+
+
+def test_group_counts_use_parallel_composition(frame):
+    """A group-by count is one release (L2 sensitivity 1), not one per group."""
+    ledger = dpl.Ledger(1.0, 1e-6, accountant="zcdp")
+    counts = alg.count(
+        frame,
+        by=frame["sex"],
+        groups=["Female", "Male", "Other"],
+        ledger=ledger,
+        share=1.0,
+        rng=3,
+    )
+    assert list(counts.index) == ["Female", "Male", "Other"]
+    assert len(ledger.receipts) == 1
+    event = ledger.receipts[0].event
+    assert isinstance(event, ev.DiscreteGaussian) and event.dimension == 3
+    truth = frame["sex"].value_counts()
+    sigma = event.sigma
+    assert abs(counts["Female"] - truth["Female"]) < 6 * sigma
+    assert abs(counts["Other"]) < 6 * sigma
+
+
+def test_bounds_and_groups_are_declared_never_read_from_data(frame):
+    ledger = dpl.Ledger(1.0, 1e-6)
+    with pytest.raises(TypeError):
+        alg.mean(frame["age"], ledger=ledger, share=0.5)  # bounds missing
+    with pytest.raises(InvalidArgumentError, match="groups"):
+        alg.count(frame, by=frame["sex"], ledger=ledger, share=0.5)
+    with pytest.raises(InvalidArgumentError, match="every column"):
+        alg.mean(frame[["age", "hours"]], bounds={"age": (0, 1)}, ledger=ledger, share=0.5)
+    with pytest.raises(InvalidArgumentError, match="low < high"):
+        alg.sum(frame["age"], bounds=(5, 5), ledger=ledger, share=0.5)
+    with pytest.raises(InvalidArgumentError, match="share"):
+        alg.sum(frame["age"], bounds=(0, 100), ledger=ledger)
+    assert ledger.receipts == ()  # refused queries charge nothing
+
+
+def test_a_query_that_does_not_fit_draws_nothing(frame):
+    ledger = dpl.Ledger(0.5, 1e-6, accountant="zcdp")
+    ledger.spend(ev.Gaussian(10.0))  # most of the budget
+    before = len(ledger.receipts)
+    with pytest.raises(BudgetExceededError):
+        alg.mean(frame["age"], bounds=(17, 90), ledger=ledger, epsilon=5.0, delta=1e-7)
+    assert len(ledger.receipts) == before
+
+
+def test_replace_one_count_is_public_and_free(frame):
+    ledger = dpl.Ledger(1.0, 1e-6, adjacency="replace_one")
+    assert alg.count(frame, ledger=ledger, share=0.5) == len(frame)
+    assert ledger.receipts == ()
+    m = alg.mean(frame["age"], bounds=(17, 90), ledger=ledger, share=0.5, rng=1)
+    assert [r.label for r in ledger.receipts] == ["sum"]  # n is public: one release
+    sens = float(ledger.receipts[0].mechanism.split("sensitivity=")[1].split(",")[0])
+    assert sens == 73.0  # replace-one moves a centred value by the whole range
+    assert math.isfinite(m)
+
+
+def test_pure_ledger_uses_laplace_noise(frame):
+    ledger = dpl.Ledger(1.0, 0.0)
+    alg.histogram(frame["age"], bins=[0, 30, 60, 100], ledger=ledger, share=1.0, rng=2)
+    assert isinstance(ledger.receipts[0].event, ev.DiscreteLaplace)
+    assert ledger.spent[0] == pytest.approx(1.0, rel=1e-2)
