@@ -34,7 +34,7 @@ def test_each_query_charges_its_releases_with_the_stated_sensitivity(frame):
     alg.sum(frame["age"], bounds=(0, 100), ledger=ledger, share=0.1, rng=2)
     alg.mean(frame["age"], bounds=(17, 90), ledger=ledger, share=0.2, rng=3)
     alg.variance(frame["age"], bounds=(17, 90), ledger=ledger, share=0.2, rng=4)
-    alg.histogram(frame["sex"], bins=["Female", "Male"], ledger=ledger, share=0.5, rng=5)
+    alg.histogram(frame["sex"], categories=["Female", "Male"], ledger=ledger, share=0.5, rng=5)
     labels = [r.label for r in ledger.receipts]
     assert labels == ["count", "sum", "count", "sum", "count", "sum", "sum of squares", "histogram"]
     # sensitivities in data units: count 1, clipped sum max(|lo|,|hi|) = 100, centred
@@ -125,6 +125,6 @@ def test_replace_one_count_is_public_and_free(frame):
 
 def test_pure_ledger_uses_laplace_noise(frame):
     ledger = dpl.Ledger(1.0, 0.0)
-    alg.histogram(frame["age"], bins=[0, 30, 60, 100], ledger=ledger, share=1.0, rng=2)
+    alg.histogram(frame["age"], edges=[0, 30, 60, 100], ledger=ledger, share=1.0, rng=2)
     assert isinstance(ledger.receipts[0].event, ev.DiscreteLaplace)
     assert ledger.spent[0] == pytest.approx(1.0, rel=1e-2)

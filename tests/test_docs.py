@@ -17,12 +17,23 @@ def _blocks():
         if not path.exists():
             continue
         for index, match in enumerate(BLOCK.finditer(path.read_text(encoding="utf-8"))):
-            yield pytest.param(match.group(1), id=f"{path.name}-{index}")
+            yield path, index, match.group(1)
 
 
-@pytest.mark.parametrize("code", list(_blocks()))
-def test_doc_example_runs(code):
-    exec(compile(code, "<doc>", "exec"), {"__name__": "__doc_example__"})
+def _pages():
+    """Each page's blocks, run in order in one namespace (a page is one walkthrough)."""
+    pages: dict[Path, list[str]] = {}
+    for path, _, code in _blocks():
+        pages.setdefault(path, []).append(code)
+    return [pytest.param(blocks, id=path.name) for path, blocks in pages.items()]
+
+
+@pytest.mark.parametrize("blocks", _pages())
+def test_doc_examples_run(blocks, monkeypatch):
+    monkeypatch.chdir(ROOT)  # pages refer to ../shared/data relative to the project
+    namespace = {"__name__": "__doc_example__"}
+    for code in blocks:
+        exec(compile(code, "<doc>", "exec"), namespace)
 
 
 def test_docs_have_examples():

@@ -459,58 +459,68 @@ def variance(
 def histogram(
     data: Any,
     *,
-    bins: Any,
     ledger: Any,
+    categories: Sequence[Any] | None = None,
+    edges: Sequence[float] | None = None,
     share: float | None = None,
     epsilon: float | None = None,
     delta: float | None = None,
     noise: str | None = None,
     rng: Any = None,
 ) -> Any:
-    """Counts per declared category (a list of values) or per bin (increasing edges).
+    """Counts per declared category, or per bin between declared edges.
 
-    ``bins`` is declared, never read from the data: a list of categories (records whose
-    value is not among them are not counted), or numeric bin edges (values outside the
-    edges are not counted). One record moves one count: L1 sensitivity 1, L2 1
-    (add/remove); 2 and √2 (replace-one). Returns a pandas Series indexed by category
-    (or by bin interval).
+    Exactly one of ``categories`` (a list of values; records with another value are not
+    counted) or ``edges`` (increasing numbers; bins are [eᵢ, eᵢ₊₁), values outside are
+    not counted) — declared, never read from the data. One record moves one count: L1
+    sensitivity 1, L2 1 (add/remove); 2 and √2 (replace-one). Returns a pandas Series
+    indexed by category, or by bin interval.
     """
-    pd = _pandas()
-    labels = list(data.to_numpy() if hasattr(data, "to_numpy") else np.asarray(data, dtype=object))
-    edges = None
-    try:
-        numeric = np.asarray(bins, dtype=float)
-        if numeric.ndim == 1 and numeric.size >= 2 and np.all(np.diff(numeric) > 0):
-            edges = numeric
-    except (TypeError, ValueError):
-        edges = None
-    if edges is not None:
-        values = np.asarray(labels, dtype=float)
-        counts, _ = np.histogram(values[np.isfinite(values)], bins=edges)
-        index: Any = (
-            pd.IntervalIndex.from_breaks(edges, closed="left")
-            if pd is not None
-            else list(edges[:-1])
-        )
-    else:
-        keys = list(bins)
-        if not keys or len(set(keys)) != len(keys):
-            raise InvalidArgumentError(
-                f"`bins` must be distinct categories or edges. Found {bins!r}."
-            )
-        position = {k: i for i, k in enumerate(keys)}
-        counts = np.zeros(len(keys), dtype=np.int64)
-        for label in labels:
-            i = position.get(label)
-            if i is not None:
-                counts[i] += 1
-        index = keys
     from dpledger.ledger import Ledger
 
+    pd = _pandas()
+    if (categories is None) == (edges is None):
+        raise InvalidArgumentError("pass exactly one of `categories` or `edges`.")
     if not isinstance(ledger, Ledger):
         raise InvalidArgumentTypeError(
             f"`ledger` must be a dpledger.Ledger. Found {type(ledger).__name__}."
         )
+    raw = data.to_numpy() if hasattr(data, "to_numpy") else np.asarray(data, dtype=object)
+    index: Any
+    if edges is not None:
+        try:
+            bounds = np.asarray(edges, dtype=float)
+        except (TypeError, ValueError) as error:
+            raise InvalidArgumentError(f"`edges` must be numbers. Found {edges!r}.") from error
+        if bounds.ndim != 1 or bounds.size < 2 or not np.all(np.diff(bounds) > 0):
+            raise InvalidArgumentError(
+                f"`edges` must be at least two increasing finite numbers. Found {edges!r}."
+            )
+        if not np.all(np.isfinite(bounds)):
+            raise InvalidArgumentError(f"`edges` must be finite. Found {edges!r}.")
+        values = np.asarray(raw, dtype=float)
+        inside = values[np.isfinite(values) & (values >= bounds[0]) & (values < bounds[-1])]
+        counts = np.bincount(
+            np.searchsorted(bounds, inside, side="right") - 1, minlength=bounds.size - 1
+        )
+        index = (
+            pd.IntervalIndex.from_breaks(bounds, closed="left")
+            if pd is not None
+            else list(bounds[:-1])
+        )
+    else:
+        keys = list(categories or [])
+        if not keys or len(set(keys)) != len(keys):
+            raise InvalidArgumentError(
+                f"`categories` must be distinct and non-empty. Found {categories!r}."
+            )
+        position = {k: i for i, k in enumerate(keys)}
+        counts = np.zeros(len(keys), dtype=np.int64)
+        for label in raw:
+            i = position.get(label)
+            if i is not None:
+                counts[i] += 1
+        index = keys
     plan = _Plan(ledger, noise, share, epsilon, delta)
     l1, l2 = _count_sensitivity(ledger.adjacency)
     plan.add(np.asarray(counts, dtype=float), True, l1, l2, "histogram")
