@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 
 __all__ = [
@@ -13,7 +14,9 @@ __all__ = [
     "log1mexp",
     "logsubexp",
     "mul_up",
+    "ratio_squared_up",
     "round_up",
+    "square_up",
     "sum_up",
 ]
 
@@ -53,11 +56,39 @@ def logsubexp(a: float, b: float) -> float:
 
 
 def float_up(value: Fraction) -> float:
-    """The smallest float ≥ ``value`` (exact directed rounding of a rational)."""
-    result = float(value)
+    """The smallest float ≥ ``value`` (exact directed rounding of a rational).
+
+    A positive value below the smallest subnormal gives 5e-324, never 0 (a positive
+    privacy loss is never reported as none); one above the largest float gives ``inf``.
+    """
+    try:
+        result = float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -sys.float_info.max
+    if math.isinf(result):
+        return result if result > 0 else -sys.float_info.max
     if Fraction(result) < value:
         result = math.nextafter(result, math.inf)
     return result
+
+
+def square_up(value: float, divisor: int = 1) -> float:
+    """``value² / divisor`` rounded up, exactly (never 0 for a non-zero value)."""
+    if math.isinf(value):
+        return math.inf
+    return float_up(Fraction(value) ** 2 / divisor)
+
+
+def ratio_squared_up(numerator: float, denominator: float, divisor: int = 1) -> float:
+    """``(numerator / denominator)² / divisor`` rounded up, exactly — e.g. ρ = Δ²/(2σ²).
+
+    Rational quantities are computed exactly and rounded once, so an exactly met budget
+    (σ = Δ = 1 is exactly 0.5-zCDP) is reported exactly, and a tiny one never underflows
+    to a false zero.
+    """
+    if math.isinf(numerator) or denominator == 0:
+        return math.inf
+    return float_up((Fraction(numerator) / Fraction(denominator)) ** 2 / divisor)
 
 
 def sum_up(*terms: float) -> float:

@@ -19,8 +19,10 @@ method        notion                                                       modul
 ``method="auto"`` evaluates every method that applies to the event and returns the
 smallest answer. Each method returns an upper bound on the true privacy loss, so the
 smallest of them is a valid upper bound too — the tightest the toolkit can certify.
-Where a closed form is exact (compositions of non-subsampled Gaussians: GDP; of pure or
-approximate DP releases: optimal composition) the numerical PLD method is skipped.
+Where a closed form is exact and applies (compositions of non-subsampled Gaussians: GDP;
+of pure or approximate DP releases within optimal composition's support limit: optimal
+composition) the numerical PLD method is skipped (:func:`exact_value` decides). A method
+that fails numerically on an event is isolated: it gives no answer, the others stand.
 
 The accountant depends on nothing else in dpledger.
 """
@@ -48,7 +50,7 @@ from dpledger.accountant.optimal import OptimalAccountant
 from dpledger.accountant.pld import PLDAccountant, epsilon_bounds
 from dpledger.accountant.rdp import RDPAccountant, rdp_curve, rdp_to_delta, rdp_to_epsilon
 from dpledger.accountant.zcdp import ZCDPAccountant, zcdp_to_approx_dp, zcdp_to_delta
-from dpledger.errors import NotApplicableError
+from dpledger.errors import DPLedgerError, NotApplicableError
 
 __all__ = [
     "ACCOUNTANTS",
@@ -118,21 +120,65 @@ def _exact_method(event: Event) -> str | None:
     return None
 
 
+_NUMERICAL_FAILURES = (ArithmeticError, ValueError, MemoryError, RecursionError)
+"""What a method may fail with on an event outside its numerical range (isolated)."""
+
+
+def _evaluate(name: str, event: Event, query: str, value: float) -> float | NotApplicableError:
+    """One method's answer, or the reason it has none.
+
+    The one place where a method is run. A method that cannot account for the event
+    says so (NotApplicableError); one that fails numerically (overflow, a domain error,
+    a memory cap) is isolated the same way — its failure is reported as its reason, and
+    "auto" answers with the others, each of which is a valid upper bound on its own.
+    Programming errors (TypeError, AttributeError, ...) are not caught.
+    """
+    try:
+        summary = ACCOUNTANTS[name].summarize(event)
+        result = summary.epsilon(value) if query == "epsilon" else summary.delta(value)
+        return float(result)
+    except NotApplicableError as error:
+        return error
+    except DPLedgerError:
+        raise
+    except _NUMERICAL_FAILURES as error:
+        return NotApplicableError(
+            f"method {name!r} failed numerically on this event ({type(error).__name__}: "
+            f"{error}); it gives no bound here."
+        )
+
+
+def exact_value(event: Event, query: str, value: float) -> tuple[str, float] | None:
+    """(method, value) when a closed form is exact for ``event`` *and* applies to it.
+
+    The one place that decides exactness, per event and per size: GDP for compositions
+    of Gaussians, optimal composition for pure/approximate DP releases — but only if that
+    method actually answers (optimal composition enumerates at most its support limit; a
+    larger composition is not exact by it, and then no value is called exact).
+    """
+    method = _exact_method(event)
+    if method is None:
+        return None
+    result = _evaluate(method, event, query, value)
+    if isinstance(result, NotApplicableError):
+        return None
+    return method, result
+
+
 def _results(
     event: Event, query: str, value: float, *, auto: bool = False
 ) -> dict[str, float | NotApplicableError]:
-    """Every method's answer; with ``auto``, PLD is skipped where a method is exact."""
+    """Every method's answer; with ``auto``, PLD is skipped where an exact method answered."""
     out: dict[str, float | NotApplicableError] = {}
-    skip_pld = auto and _exact_method(event) is not None
-    for name, accountant in ACCOUNTANTS.items():
-        if name == "pld" and skip_pld:
-            out[name] = NotApplicableError("skipped: an exact closed form applies")
+    exact = exact_value(event, query, value) if auto else None
+    for name in ACCOUNTANTS:
+        if name == "pld" and exact is not None:
+            out[name] = NotApplicableError(f"skipped: {exact[0]!r} is exact here")
             continue
-        try:
-            summary = accountant.summarize(event)
-            out[name] = summary.epsilon(value) if query == "epsilon" else summary.delta(value)
-        except NotApplicableError as error:
-            out[name] = error
+        if exact is not None and name == exact[0]:
+            out[name] = exact[1]
+            continue
+        out[name] = _evaluate(name, event, query, value)
     return out
 
 
@@ -224,6 +270,4 @@ def delta(event: Event, epsilon: float, method: str = "auto") -> float:
 def _results_one(
     event: Event, method: str, query: str, value: float
 ) -> dict[str, float | NotApplicableError]:
-    summary = ACCOUNTANTS[method].summarize(event)
-    result = summary.epsilon(value) if query == "epsilon" else summary.delta(value)
-    return {method: result}
+    return {method: _evaluate(method, event, query, value)}

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from dpledger._numerics import mul_up, round_up, sum_up
+from dpledger._numerics import mul_up, round_up, square_up, sum_up
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.accountant.basic import BasicAccountant, dp_guarantee
@@ -37,7 +37,7 @@ def advanced_composition(epsilon: float, delta: float, count: int, delta_slack: 
         >>> round(advanced_composition(1.0, 0.0, 100, 1e-6), 4)
         224.3934
     """
-    summary = AdvancedSummary(epsilon * epsilon, epsilon * math.expm1(epsilon), delta)
+    summary = AdvancedSummary(square_up(epsilon), round_up(epsilon * math.expm1(epsilon)), delta)
     return summary.scaled(count)._epsilon_for_slack(delta_slack)
 
 
@@ -91,9 +91,7 @@ class AdvancedSummary(Summary):
 
 def _one(event: ev.Event) -> AdvancedSummary:
     epsilon, delta = dp_guarantee(event)
-    return AdvancedSummary(
-        round_up(epsilon * epsilon), round_up(epsilon * math.expm1(epsilon)), delta
-    )
+    return AdvancedSummary(square_up(epsilon), round_up(epsilon * math.expm1(epsilon)), delta)
 
 
 class AdvancedAccountant(Accountant[AdvancedSummary]):

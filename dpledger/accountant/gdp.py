@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import mpmath
 from scipy import special
 
-from dpledger._numerics import mul_up, round_up, sum_up
+from dpledger._numerics import mul_up, ratio_squared_up, round_up, square_up, sum_up
 from dpledger._solve import smallest_satisfying
 from dpledger._validation import check_nonnegative, check_positive, check_probability
 from dpledger.accountant import events as ev
@@ -115,6 +115,10 @@ def gdp_delta(epsilon: float, mu: float) -> float:
     return min(1.0, round_up(math.exp(gdp_log_delta(epsilon, mu))))
 
 
+_HUGE_MU = 1e6
+"""Above this μ, :func:`gdp_epsilon` returns its safe closed-form bracket end."""
+
+
 def gdp_epsilon(delta: float, mu: float) -> float:
     """Return the smallest ε with δ(ε) ≤ ``delta`` for a μ-GDP mechanism.
 
@@ -133,9 +137,17 @@ def gdp_epsilon(delta: float, mu: float) -> float:
     if delta == 0 or math.isinf(mu):
         return math.inf
     log_target = math.log(delta)
-    # δ(ε) ≤ Φ(μ/2 − ε/μ); at ε_hi that bound equals the target, so ε_hi is safe.
+    # δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) ≤ Φ(μ/2 − ε/μ); at ε_hi that bound equals the
+    # target, so ε_hi is safe.
     hi = mu * mu / 2 - mu * float(special.ndtri_exp(log_target))
     hi = max(hi, 1e-12) * (1 + 1e-12) + 1e-12
+    if not math.isfinite(hi):
+        return math.inf
+    if mu > _HUGE_MU:
+        # far outside any useful range the exact root is numerically out of reach; the
+        # safe end of the bracket is a valid (and relatively tight: the dropped term is
+        # e^ε Φ(−μ/2 − ε/μ) ≪ δ) upper bound
+        return round_up(hi)
 
     def excess(eps: float) -> float:
         return gdp_log_delta(eps, mu) - log_target
@@ -187,6 +199,14 @@ def pure_dp_to_gdp(epsilon: float) -> float:
         return 0.0
     if math.isinf(epsilon):
         return math.inf
+    if epsilon < 1.0:
+        # near ε = 0 the float path cancels (Φ⁻¹ of 1/2 + tiny): evaluate
+        # 2Φ⁻¹(1/2 + tanh(ε/2)/2) in 60-digit arithmetic and round up by two ulps, far
+        # more than its error (never 0 for ε > 0)
+        with mpmath.workdps(60):
+            t = mpmath.tanh(mpmath.mpf(epsilon) / 2) / 2
+            value = 2 * mpmath.sqrt(2) * mpmath.erfinv(2 * t)
+        return math.nextafter(math.nextafter(float(value), math.inf), math.inf)
     # Φ⁻¹(e^ε/(1+e^ε)) = −Φ⁻¹(1/(1+e^ε)) = −ndtri_exp(−log(1+e^ε)).
     return round_up(
         -2.0 * float(special.ndtri_exp(-float(special.log1p(math.exp(-epsilon))) - epsilon))
@@ -221,7 +241,7 @@ class GDPSummary(Summary):
 
 
 def _from_mu(mu: float) -> GDPSummary:
-    return GDPSummary(round_up(mu * mu))
+    return GDPSummary(square_up(mu))
 
 
 class GDPAccountant(Accountant[GDPSummary]):
@@ -234,7 +254,7 @@ class GDPAccountant(Accountant[GDPSummary]):
 
     method: ClassVar[str] = "gdp"
     handlers: ClassVar[dict[type[ev.Event], Any]] = {
-        ev.Gaussian: lambda e: _from_mu(e.mu),
+        ev.Gaussian: lambda e: GDPSummary(ratio_squared_up(e.sensitivity, e.sigma)),
         ev.Laplace: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),
         ev.DiscreteLaplace: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),
         ev.PureDP: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),

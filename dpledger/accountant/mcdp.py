@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
-from dpledger._numerics import mul_up, round_up, sum_up
+from dpledger._numerics import float_up, mul_up, ratio_squared_up, round_up, square_up, sum_up
 from dpledger._validation import check_nonnegative, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
@@ -33,7 +34,11 @@ __all__ = ["MCDPAccountant", "MCDPSummary", "mcdp_to_approx_dp", "pure_dp_to_mcd
 def pure_dp_to_mcdp(epsilon: float) -> tuple[float, float]:
     """(μ, τ) = (ε(e^ε − 1)/2, ε): every ε-DP mechanism is (μ, τ)-mCDP (DR16, Thm 3.5)."""
     epsilon = check_nonnegative("epsilon", epsilon)
-    return round_up(epsilon * math.expm1(epsilon) / 2), epsilon
+    if math.isinf(epsilon) or epsilon > 709:
+        return math.inf, epsilon
+    # exact product of ε and e^ε − 1 (itself rounded up): never underflows to 0
+    grown = math.nextafter(math.expm1(epsilon), math.inf)
+    return float_up(Fraction(epsilon) * Fraction(grown) / 2), epsilon
 
 
 def mcdp_to_approx_dp(mu: float, tau: float, delta: float) -> float:
@@ -44,9 +49,11 @@ def mcdp_to_approx_dp(mu: float, tau: float, delta: float) -> float:
         >>> round(mcdp_to_approx_dp(1.0, 1.0, 1e-6), 3)
         6.257
     """
-    mu = check_nonnegative("mu", mu)
-    tau = check_nonnegative("tau", tau)
+    mu = check_nonnegative("mu", mu, allow_inf=True)
+    tau = check_nonnegative("tau", tau, allow_inf=True)
     delta = check_probability("delta", delta)
+    if math.isinf(mu) or math.isinf(tau):
+        return math.inf
     if tau == 0:
         return mu
     if delta == 0:
@@ -105,12 +112,14 @@ class MCDPAccountant(Accountant[MCDPSummary]):
 
     method: ClassVar[str] = "mcdp"
     handlers: ClassVar[dict[type[ev.Event], Any]] = {
-        ev.Gaussian: lambda e: MCDPSummary(round_up(e.mu**2 / 2), round_up(e.mu**2)),
+        ev.Gaussian: lambda e: MCDPSummary(
+            ratio_squared_up(e.sensitivity, e.sigma, 2), ratio_squared_up(e.sensitivity, e.sigma)
+        ),
         ev.Laplace: lambda e: _pure(e.epsilon),
         ev.DiscreteLaplace: lambda e: _pure(e.epsilon),
         ev.PureDP: lambda e: _pure(e.epsilon),
         ev.RandomizedResponse: lambda e: _pure(e.epsilon),
-        ev.MCDP: lambda e: MCDPSummary(e.mu, round_up(e.tau**2)),
+        ev.MCDP: lambda e: MCDPSummary(e.mu, square_up(e.tau)),
         ev.ApproxDP: _approx,
     }
 

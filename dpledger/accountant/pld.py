@@ -44,6 +44,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -290,6 +291,13 @@ def optimistic(pair: Pair, h: float) -> _Discrete:
     return _Discrete(j0, masses, pair.infinite_mass, offset)
 
 
+def _sqrt_directed(value: Fraction, kind: str) -> float:
+    """√value rounded up for upper bounds, down for lower bounds (a few ulps either way)."""
+    root = math.sqrt(float(value))
+    step = math.inf if kind == "upper" else -math.inf
+    return math.nextafter(math.nextafter(root, step), step)
+
+
 def _pairs(atom: ev.Event, kind: str = "upper") -> list[Pair]:
     """The dominating pair(s) of one release; two for subsampling (remove, add).
 
@@ -334,15 +342,15 @@ def _pairs(atom: ev.Event, kind: str = "upper") -> list[Pair]:
     if isinstance(atom, ev.PoissonSampled):
         inner = ev.flatten(atom.event)
         if len(inner) != 1:
-            mu2 = 0.0
+            mu2 = Fraction(0)
             for sub, count in inner.items():
                 if not isinstance(sub, ev.Gaussian):
                     raise NotApplicableError(
                         "method 'pld' subsamples a single release, or a composition of "
                         f"Gaussians; found {atom.event!r}."
                     )
-                mu2 += count * sub.mu**2
-            base: list[Pair] = [GaussianPair(math.sqrt(mu2))]
+                mu2 += count * (Fraction(sub.sensitivity) / Fraction(sub.sigma)) ** 2
+            base: list[Pair] = [GaussianPair(_sqrt_directed(mu2, kind))]
         else:
             ((sub, count),) = inner.items()
             if count != 1:
@@ -350,7 +358,13 @@ def _pairs(atom: ev.Event, kind: str = "upper") -> list[Pair]:
                     raise NotApplicableError(
                         f"method 'pld' cannot subsample a repeated {type(sub).__name__}."
                     )
-                base = [GaussianPair(sub.mu * math.sqrt(count))]
+                base = [
+                    GaussianPair(
+                        _sqrt_directed(
+                            count * (Fraction(sub.sensitivity) / Fraction(sub.sigma)) ** 2, kind
+                        )
+                    )
+                ]
             else:
                 base = _pairs(sub, kind)
         if len(base) != 1 or base[0].infinite_mass:

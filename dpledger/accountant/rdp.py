@@ -37,12 +37,13 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy import optimize, special
 
-from dpledger._numerics import round_up
+from dpledger._numerics import float_up, round_up
 from dpledger._validation import check_nonnegative, check_positive, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
@@ -295,13 +296,14 @@ def _pure_epsilon(event: ev.Event) -> float:
 
 def _single_gaussian_multiplier(event: ev.Event) -> float | None:
     """σ/Δ of the one Gaussian equivalent to ``event`` if it composes only Gaussians."""
-    mu2 = 0.0
+    mu2 = Fraction(0)
     for atom, count in ev.flatten(event).items():
         if not isinstance(atom, ev.Gaussian):
             return None
-        mu2 += count * round_up(atom.mu**2)
-    # round the equivalent noise multiplier down (less noise is the unsafe direction)
-    return (1.0 / math.sqrt(round_up(mu2))) * (1.0 - 2.0**-50)
+        mu2 += count * (Fraction(atom.sensitivity) / Fraction(atom.sigma)) ** 2
+    # Σμ² exactly, rounded up once; the equivalent noise multiplier rounded down (less
+    # noise is the unsafe direction)
+    return (1.0 / math.sqrt(float_up(mu2))) * (1.0 - 2.0**-50)
 
 
 def rdp_curve(event: ev.Event) -> Curve:

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from dpledger._numerics import mul_up, round_up, sum_up
+from dpledger._numerics import mul_up, ratio_squared_up, round_up, square_up, sum_up
 from dpledger._validation import check_nonnegative, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
@@ -98,7 +98,7 @@ class ZCDPSummary(Summary):
 
 
 def _pure(epsilon: float) -> ZCDPSummary:
-    return ZCDPSummary(round_up(epsilon * epsilon / 2))
+    return ZCDPSummary(square_up(epsilon, 2))
 
 
 def _approx(e: ev.ApproxDP) -> ZCDPSummary:
@@ -112,14 +112,14 @@ class ZCDPAccountant(Accountant[ZCDPSummary]):
 
     method: ClassVar[str] = "zcdp"
     handlers: ClassVar[dict[type[ev.Event], Any]] = {
-        ev.Gaussian: lambda e: ZCDPSummary(round_up(e.mu**2 / 2)),
+        ev.Gaussian: lambda e: ZCDPSummary(ratio_squared_up(e.sensitivity, e.sigma, 2)),
         ev.Laplace: lambda e: _pure(e.epsilon),
         ev.DiscreteLaplace: lambda e: _pure(e.epsilon),
-        ev.DiscreteGaussian: lambda e: ZCDPSummary(round_up(e.mu**2 / 2)),
+        ev.DiscreteGaussian: lambda e: ZCDPSummary(ratio_squared_up(e.sensitivity, e.sigma, 2)),
         ev.PureDP: lambda e: _pure(e.epsilon),
         ev.RandomizedResponse: lambda e: _pure(e.epsilon),
         ev.ZCDP: lambda e: ZCDPSummary(e.rho, e.xi),
-        ev.MCDP: lambda e: ZCDPSummary(round_up(e.tau**2 / 2), round_up(e.mu - e.tau**2 / 2)),
+        ev.MCDP: lambda e: ZCDPSummary(square_up(e.tau, 2), round_up(e.mu - e.tau**2 / 2)),
         ev.ApproxDP: _approx,
     }
 
