@@ -62,8 +62,11 @@ def dp_guarantee(event: ev.Event) -> tuple[float, float]:
     Raises:
         NotApplicableError: The release has no single (ε, δ) guarantee (e.g. Gaussian).
     """
-    if isinstance(event, (ev.PureDP, ev.RandomizedResponse, ev.Laplace, ev.DiscreteLaplace)):
-        return event.epsilon, 0.0
+    if isinstance(
+        event,
+        (ev.PureDP, ev.BoundedRange, ev.RandomizedResponse, ev.Laplace, ev.DiscreteLaplace),
+    ):
+        return event.epsilon, 0.0  # an ε-bounded-range release is ε-DP
     if isinstance(event, ev.ApproxDP):
         return event.epsilon, event.delta
     if isinstance(event, (ev.PoissonSampled, ev.SampledWithoutReplacement)):
@@ -123,6 +126,7 @@ class BasicAccountant(Accountant[BasicSummary]):
         t: _one
         for t in (
             ev.PureDP,
+            ev.BoundedRange,
             ev.ApproxDP,
             ev.Laplace,
             ev.DiscreteLaplace,

@@ -258,6 +258,7 @@ class GDPAccountant(Accountant[GDPSummary]):
         ev.Laplace: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),
         ev.DiscreteLaplace: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),
         ev.PureDP: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),
+        ev.BoundedRange: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),  # BR ⇒ ε-DP
         ev.RandomizedResponse: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),
     }
 

@@ -118,6 +118,7 @@ class MCDPAccountant(Accountant[MCDPSummary]):
         ev.Laplace: lambda e: _pure(e.epsilon),
         ev.DiscreteLaplace: lambda e: _pure(e.epsilon),
         ev.PureDP: lambda e: _pure(e.epsilon),
+        ev.BoundedRange: lambda e: _pure(e.epsilon),  # ε-bounded range ⇒ ε-DP
         ev.RandomizedResponse: lambda e: _pure(e.epsilon),
         ev.MCDP: lambda e: MCDPSummary(e.mu, square_up(e.tau)),
         ev.ApproxDP: _approx,

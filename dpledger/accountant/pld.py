@@ -333,6 +333,13 @@ def _pairs(atom: ev.Event, kind: str = "upper") -> list[Pair]:
         # (γA + (1−γ)B, B) and its reverse — the Poisson pairs at rate γ = b/n.
         rate = atom.sample_size / atom.population
         return _pairs(ev.PoissonSampled(atom.event, rate=rate), kind)
+    if isinstance(atom, ev.BoundedRange):
+        if kind == "lower":
+            raise NotApplicableError(
+                "no attained pair is known for an ε-bounded-range release (its worst case "
+                "is not randomized response: Dong, Durfee & Rogers 2020)."
+            )
+        return [RRPair(atom.epsilon)]  # ε-BR ⇒ ε-DP: dominated by randomized response
     if isinstance(atom, (ev.PureDP, ev.DiscreteLaplace)):
         return [RRPair(atom.epsilon)]
     if isinstance(atom, ev.RandomizedResponse):
@@ -781,16 +788,42 @@ class PLDSummary(Summary):
             return 0.0
         top = max((c.start + len(c.masses)) * c.h for c in directions)
         if excess(top) > 0:
+            if kind == "lower":
+                # the lower δ(ε) exceeds δ on the whole window: that proves ε ≥ top and
+                # nothing more (never ∞: the window does not see beyond its end)
+                return max(0.0, top)
             return math.inf  # only the mass at +∞ (or the tail bound) exceeds δ
         return smallest_satisfying(excess, 0.0, top, rtol=1e-12, what="epsilon")
 
+    def lower_epsilon(self, delta: float) -> float:
+        """A certified lower bound on ε(δ); 0.0 (the trivial bound) when none is certified.
+
+        Never clamped to the upper bound: a lower bound that fails, is not finite, or lies
+        above the upper bound (which would prove a numerical defect in one of them) is
+        dropped — "no certified lower bound" — rather than passed on.
+        """
+        if not self.releases or delta >= 1:
+            return 0.0
+        try:
+            lower = self._epsilon(delta, "lower")
+        except (ArithmeticError, ValueError):
+            return 0.0
+        try:
+            upper = self._epsilon(delta, "upper")
+        except NotApplicableError:
+            upper = math.inf  # lower-only pairs (attained, not dominating): nothing to compare
+        except (ArithmeticError, ValueError):
+            return 0.0
+        if not (math.isfinite(lower) and lower <= upper):
+            return 0.0
+        return lower
+
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
-        """(lower, upper) certified bracket on ε(δ)."""
+        """(lower, upper) certified bracket on ε(δ); the lower end 0.0 if none is certified."""
         if not self.releases:
             return (0.0, 0.0)
         upper = round_up(self._epsilon(delta, "upper"))
-        lower = self._epsilon(delta, "lower")
-        return (min(lower, upper), upper)
+        return (self.lower_epsilon(delta), upper)
 
     def epsilon(self, delta: float) -> float:
         """Upper bound on ε(δ)."""
@@ -844,6 +877,9 @@ class PLDAccountant(Accountant[PLDSummary]):
 def epsilon_lower_bound(event: ev.Event, delta: float, *, grid: float = DEFAULT_GRID) -> float:
     """A certified lower bound on the ε of ``event`` at ``delta``, from attained pairs.
 
+    Returns 0.0 — the trivial bound, i.e. "no certified lower bound" — when the lower
+    construction fails or is inconsistent with the upper bound; never a clamped value.
+
     Available for more events than :func:`epsilon_bounds` — also for the discrete Gaussian
     (a one-dimensional integer shift) and sampling without replacement (the replaced
     record alone moves the statistic) — because a lower bound only needs *some* pair of
@@ -865,7 +901,7 @@ def epsilon_lower_bound(event: ev.Event, delta: float, *, grid: float = DEFAULT_
         _pairs(atom, "lower")
     if delta == 0:
         raise NotApplicableError("PLD lower bounds need delta > 0.")
-    return PLDSummary(tuple(atoms.items()), grid)._epsilon(delta, "lower")
+    return PLDSummary(tuple(atoms.items()), grid).lower_epsilon(delta)
 
 
 def epsilon_bounds(

@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import optimize, special
 
-from dpledger._numerics import float_up, round_up
+from dpledger._numerics import float_up, round_up, square_up
 from dpledger._validation import check_nonnegative, check_positive, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
@@ -285,9 +285,10 @@ def _pure_epsilon(event: ev.Event) -> float:
     """ε such that ``event`` is ε-DP, or inf."""
     total = 0.0
     for atom, count in ev.flatten(event).items():
-        if isinstance(atom, (ev.PureDP, ev.RandomizedResponse, ev.Laplace, ev.DiscreteLaplace)) or (
-            isinstance(atom, ev.ApproxDP) and atom.delta == 0
-        ):
+        if isinstance(
+            atom,
+            (ev.PureDP, ev.BoundedRange, ev.RandomizedResponse, ev.Laplace, ev.DiscreteLaplace),
+        ) or (isinstance(atom, ev.ApproxDP) and atom.delta == 0):
             total += count * atom.epsilon
         else:
             return math.inf
@@ -331,6 +332,11 @@ def _atom_curve(atom: ev.Event) -> Curve:
     if isinstance(atom, ev.RandomizedResponse):
         e, k = atom.epsilon, atom.categories
         return lambda a: rdp_randomized_response(a, e, k)
+    if isinstance(atom, ev.BoundedRange):
+        # ε-DP, and ε²/8-zCDP (Cesar & Rogers 2021, Lemma 3.2): the smaller at each order
+        e = atom.epsilon
+        rho = square_up(e, 8)
+        return lambda a: min(rdp_pure_dp(a, e), round_up(a * rho))
     if isinstance(atom, ev.ZCDP):
         xi, rho = atom.xi, atom.rho
         return lambda a: xi + rho * a

@@ -117,6 +117,8 @@ class ZCDPAccountant(Accountant[ZCDPSummary]):
         ev.DiscreteLaplace: lambda e: _pure(e.epsilon),
         ev.DiscreteGaussian: lambda e: ZCDPSummary(ratio_squared_up(e.sensitivity, e.sigma, 2)),
         ev.PureDP: lambda e: _pure(e.epsilon),
+        # ε-bounded range ⇒ ε²/8-zCDP (Cesar & Rogers 2021, Lemma 3.2)
+        ev.BoundedRange: lambda e: ZCDPSummary(square_up(e.epsilon, 8)),
         ev.RandomizedResponse: lambda e: _pure(e.epsilon),
         ev.ZCDP: lambda e: ZCDPSummary(e.rho, e.xi),
         ev.MCDP: lambda e: ZCDPSummary(square_up(e.tau, 2), round_up(e.mu - e.tau**2 / 2)),

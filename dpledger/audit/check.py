@@ -279,7 +279,11 @@ def _base_event(release: Release, adjacency: str, findings: list[str]) -> ev.Eve
         return ev.DiscreteLaplace(p["scale"], sens, dimension=p.get("dimension"))
     if mech == "randomized_response":
         return ev.RandomizedResponse(epsilon=p["epsilon"], categories=int(p.get("categories", 2)))
-    if mech in ("exponential", "report_noisy_max", "permute_and_flip", "pure_dp"):
+    if mech == "exponential":
+        # ε-bounded range (Durfee & Rogers 2019): tighter than ε-DP, and its worst case is
+        # not randomized response — no lower bound is certified from it
+        return ev.BoundedRange(epsilon=p["epsilon"])
+    if mech in ("report_noisy_max", "permute_and_flip", "pure_dp"):
         return ev.PureDP(epsilon=p["epsilon"])
     if mech == "approx_dp":
         return ev.ApproxDP(epsilon=p["epsilon"], delta=p["delta"])
@@ -371,6 +375,8 @@ def _lower_stand_in(event: ev.Event) -> ev.Event | None:
         if inner is None:
             return None
         return ev.SampledWithoutReplacement(inner, event.sample_size, event.population)
+    if isinstance(event, ev.BoundedRange):
+        return None  # no attained worst case known (Dong, Durfee & Rogers 2020)
     return event
 
 
@@ -403,24 +409,31 @@ def _pure_atom(atom: ev.Event) -> float | None:
 
 
 def _lower_epsilon(event: ev.Event, delta: float, upper: float) -> float | None:
-    """A certified lower bound on the true ε at ``delta`` (None if none is available)."""
-    if delta == 0:
-        return _pure_lower(event)
-    exact = accountant._exact_method(event)
-    if exact is not None:
-        # exact closed form: the upper bound is the value plus its (tiny, explicit)
-        # float-error margin; 1e-9 relative is far more than that margin
-        return upper * (1 - 1e-9)
+    """A certified lower bound on the true ε at ``delta``, attained; None if there is none.
+
+    Only three sources, each a proof: the exact method's *own* value where a closed form
+    is exact for these releases and applies at this size (``accountant.exact_value``:
+    never another method's upper bound); ε at δ = 0 of pure releases attained by
+    randomized response; and PLD lower bounds computed from attained pairs. Releases
+    whose worst case is not attained by a known pair (bounded-range, permute-and-flip,
+    report-noisy-max) contribute none.
+    """
     stand_in = _lower_stand_in(event)
     if stand_in is None:
         return None
-    if accountant._exact_method(stand_in) == "gdp":
-        return accountant.epsilon(stand_in, delta, method="gdp") * (1 - 1e-9)
+    if delta == 0:
+        return _pure_lower(stand_in)
+    exact = accountant.exact_value(stand_in, "epsilon", delta)
+    if exact is not None:
+        # the exact value plus its (tiny, explicit) float-error margin; 1e-9 relative is
+        # far more than that margin
+        return exact[1] * (1 - 1e-9)
     try:
         # attained pairs only (also the discrete Gaussian and sampling without replacement)
-        return float(epsilon_lower_bound(stand_in, delta))
+        lower = float(epsilon_lower_bound(stand_in, delta))
     except NotApplicableError:
         return None
+    return lower if lower > 0 else None
 
 
 def _delta_curve(event: ev.Event, epsilons: list[float]) -> list[float]:
@@ -493,6 +506,7 @@ def check_claim(
     findings: list[str] = []
     rows: list[dict[str, Any]] = []
     events: list[ev.Event] = []
+    attained: list[ev.Event] = []  # releases whose accounted worst case some input attains
     unsupported: list[str] = []
     unamplified = False
     for release in pipe.releases:
@@ -512,6 +526,11 @@ def check_claim(
         row["event"] = repr(built)
         rows.append(row)
         events.append(built)
+        # a batch accounted without amplification is an upper bound only (the true
+        # mechanism amplifies by an unknown amount); report-noisy-max and permute-and-flip
+        # are accounted as ε-DP, whose worst case (randomized response) they do not attain
+        if not batches and release.mechanism not in _WORST_CASE_NOT_ATTAINED:
+            attained.append(built)
 
     report = AuditReport(
         verdict="unsupported", claim=claim, findings=findings, releases=rows, source=pipe.source
@@ -521,11 +540,17 @@ def check_claim(
         return report
     event: ev.Event = events[0] if len(events) == 1 else ev.Composed(tuple(events))
     report.event = event
+    # releasing more never lowers ε: a lower bound for the attained releases alone is a
+    # lower bound for the whole pipeline
+    lower_event: ev.Event | None = None
+    if attained:
+        lower_event = attained[0] if len(attained) == 1 else ev.Composed(tuple(attained))
+    complete = len(attained) == len(events)
     try:
         if claim.notion in ("approx_dp", "pure_dp"):
-            _judge_dp(report, event, claim, loose_ratio)
+            _judge_dp(report, event, claim, loose_ratio, lower_event)
         else:
-            _judge_other(report, event, claim, loose_ratio)
+            _judge_other(report, event, claim, loose_ratio, lower_event if complete else None)
     except NotApplicableError as exc:
         report.verdict = "unsupported"
         report.findings.insert(0, f"unsupported: {exc}")
@@ -558,7 +583,16 @@ def _as_pipeline(pipeline: Pipeline | Mapping[str, Any] | str | Path) -> Pipelin
     )
 
 
-def _judge_dp(report: AuditReport, event: ev.Event, claim: Claim, loose_ratio: float) -> None:
+_WORST_CASE_NOT_ATTAINED = ("report_noisy_max", "permute_and_flip")
+
+
+def _judge_dp(
+    report: AuditReport,
+    event: ev.Event,
+    claim: Claim,
+    loose_ratio: float,
+    lower_event: ev.Event | None,
+) -> None:
     assert claim.epsilon is not None
     table = accountant.epsilon_by_method(event, claim.delta)
     report.by_method = {m: (v if isinstance(v, float) else str(v)) for m, v in table.items()}
@@ -574,7 +608,9 @@ def _judge_dp(report: AuditReport, event: ev.Event, claim: Claim, loose_ratio: f
     report.epsilon = upper
     report.delta = accountant.delta(event, claim.epsilon)
     report.margin = claim.epsilon - upper if math.isfinite(upper) else -math.inf
-    report.epsilon_lower = _lower_epsilon(event, claim.delta, upper)
+    report.epsilon_lower = (
+        None if lower_event is None else _lower_epsilon(lower_event, claim.delta, upper)
+    )
     # either certified comparison proves the claim (δ at the claimed ε avoids rounding ε up)
     if upper <= claim.epsilon or report.delta <= claim.delta:
         loose = upper < loose_ratio * claim.epsilon
@@ -590,12 +626,19 @@ def _judge_dp(report: AuditReport, event: ev.Event, claim: Claim, loose_ratio: f
         )
 
 
-def _judge_other(report: AuditReport, event: ev.Event, claim: Claim, loose_ratio: float) -> None:
-    gaussian_only = accountant._exact_method(event) == "gdp"
+def _judge_other(
+    report: AuditReport,
+    event: ev.Event,
+    claim: Claim,
+    loose_ratio: float,
+    lower_event: ev.Event | None,
+) -> None:
+    # a lower bound here is the recomputed value itself, where it is exact and attained
+    gaussian_only = lower_event is not None and accountant._exact_method(event) == "gdp"
     if claim.notion == "zcdp":
         value = accountant.ZCDPAccountant.summarize(event).rho
         claimed, quantity = claim.rho, "rho"
-        stand_in = _lower_stand_in(event)
+        stand_in = None if lower_event is None else _lower_stand_in(lower_event)
         exact = stand_in is not None and accountant._exact_method(stand_in) == "gdp"
         lower = (
             accountant.ZCDPAccountant.summarize(stand_in).rho
