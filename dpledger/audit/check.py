@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -305,9 +305,34 @@ def _base_event(release: Release, adjacency: str, findings: list[str]) -> ev.Eve
     raise InvalidArgumentError(f"internal error: unhandled mechanism {mech!r}")
 
 
+def _batch_release(release: Release, claim: Claim, findings: list[str]) -> Release:
+    """A fixed-size-batch release under add/remove, restated under replace-one.
+
+    With a fixed number of steps and a fixed batch size, adding a record pushes another
+    out of the batches: the neighbouring runs differ by a *substitution*. So fixed-size
+    batches are accounted with the replace-one sensitivity (declared, or 2 × the
+    add/remove one) even for an add/remove claim.
+    """
+    if claim.adjacency != "add_remove" or "sensitivity" not in release.params:
+        return release
+    value = release.params["sensitivity"]
+    declared = value if isinstance(value, Mapping) else {"add_remove": value}
+    name = release.label or release.mechanism
+    findings.append(
+        f"{name}: batches of fixed size under add/remove adjacency — adding a record pushes "
+        "another out of its batch, so the runs differ by a substitution; accounted with the "
+        "replace-one sensitivity."
+    )
+    return replace(release, params={**release.params, "sensitivity": declared})
+
+
 def _release_event(release: Release, claim: Claim, findings: list[str]) -> tuple[ev.Event, bool]:
     """The release's event, and whether it was accounted without (unproved) amplification."""
-    base = _base_event(release, claim.adjacency, findings)
+    if release.sampling in ("shuffled", "fixed_batches"):
+        release = _batch_release(release, claim, findings)
+        base = _base_event(release, "replace_one", findings)
+    else:
+        base = _base_event(release, claim.adjacency, findings)
     name = release.label or release.mechanism
     count = release.count
     if release.sampling == "poisson":
