@@ -93,6 +93,21 @@ class _Discrete:
     offset: float = 0.0
 
 
+MAX_GRID_POINTS = 1 << 24
+"""The most grid points a PLD computation may allocate (≈ 16.8 million: about 1 GB of
+working arrays for the FFT composition). Beyond it PLD refuses (NotApplicableError) and
+``method="auto"`` answers with the methods that need no grid."""
+
+
+def _check_grid(points: int, what: str) -> None:
+    if points > MAX_GRID_POINTS:
+        raise NotApplicableError(
+            f"method 'pld' would need {points:,} grid points for {what} (limit "
+            f"{MAX_GRID_POINTS:,}, about 1 GB of memory); use method='auto', 'gdp', 'rdp' or "
+            "'zcdp'."
+        )
+
+
 def _grid_range(pair: Pair, h: float) -> tuple[int, int]:
     """Grid indices covering the losses of ``pair`` up to a tail mass of _TAIL."""
     lo, hi = pair.support
@@ -121,7 +136,9 @@ def _grid_range(pair: Pair, h: float) -> tuple[int, int]:
             else:
                 a = m
         lo = a
-    return math.floor(lo / h) - 1, math.ceil(hi / h) + 1
+    j0, j1 = math.floor(lo / h) - 1, math.ceil(hi / h) + 1
+    _check_grid(j1 - j0, "one release's privacy losses")
+    return j0, j1
 
 
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(4)
@@ -613,7 +630,10 @@ def _compose(
     if tilt:  # the tilted masses have a heavier upper tail: the window must hold it too
         up_t = sum(k * _log_mgfs(d, h, _LAMBDAS) for d, k in spread_parts)
         hi = max(hi, float(np.min((up_t - log_tail) / _LAMBDAS)))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise NotApplicableError("method 'pld': the composed losses have no finite window.")
     start, stop = math.floor(lo / h) - 2, math.ceil(hi / h) + 2
+    _check_grid(stop - start, "the composition's window")
     size = 1 << max(1, (stop - start).bit_length())
     transforms = []
     log_magnitude = np.zeros(size // 2 + 1)

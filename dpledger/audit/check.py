@@ -474,10 +474,15 @@ def _delta_curve(event: ev.Event, epsilons: list[float]) -> list[float]:
         raise NotApplicableError(f"no accounting method applies to {event!r}")
     curves = []
     for summary in summaries:
-        if isinstance(summary, PLDSummary):
-            curves.append(summary.delta_curve(epsilons))
-        else:
-            curves.append([summary.delta(e) for e in epsilons])
+        try:
+            if isinstance(summary, PLDSummary):
+                curves.append(summary.delta_curve(epsilons))
+            else:
+                curves.append([summary.delta(e) for e in epsilons])
+        except (NotApplicableError, ArithmeticError, MemoryError):
+            continue  # this method gives no curve here (e.g. over PLD's grid limit)
+    if not curves:
+        raise NotApplicableError(f"no accounting method gives a privacy curve for {event!r}")
     return [min(values) for values in zip(*curves, strict=True)]
 
 

@@ -18,7 +18,7 @@ from dpledger._validation import (
     check_probability,
 )
 from dpledger.accountant import events as ev
-from dpledger.errors import CalibrationError, InvalidArgumentError
+from dpledger.errors import CalibrationError, InvalidArgumentError, NotApplicableError
 from dpledger.mechanisms.base import Mechanism
 
 __all__ = [
@@ -211,14 +211,26 @@ def gaussian_sigma(
     log_delta = math.log(delta)
 
     def excess(sigma: float) -> float:
-        achieved = accountant.delta(make(sigma), epsilon, method="pld")
+        try:
+            achieved = accountant.delta(make(sigma), epsilon, method="pld")
+        except NotApplicableError:
+            return math.inf  # PLD certifies nothing here (e.g. over its grid limit): unsafe
         gap = (math.log(achieved) if achieved > 0 else -math.inf) - log_delta
         return max(gap, 5e-324) if achieved > delta else min(gap, 0.0)
 
     if excess(sigma_rdp) > 0:
         return sigma_rdp  # PLD is not tighter here (e.g. tiny δ): RDP's σ is the answer
+    # Where a record is sampled at all with probability p ≤ δ, every σ > 0 meets the
+    # target (outputs are identical unless the record is sampled: (0, p)-DP), so there is
+    # no smallest σ; RDP's σ is returned as it is (PLD evaluations at small σ are costly
+    # there and could not find a minimum that does not exist).
+    sampled_at_all = -math.expm1(count * math.log1p(-rate))
+    if sampled_at_all <= delta:
+        return sigma_rdp
     lo = sigma_rdp * 0.95
-    while lo > 1e-300 and excess(lo) <= 0:
+    for _ in range(60):
+        if lo <= 1e-300 or excess(lo) > 0:
+            break
         lo *= 0.9
     # 2e-5 relative: well inside the 1e-4 the calibration promises for numerical methods
     return smallest_satisfying(excess, lo, sigma_rdp, rtol=2e-5, what="sigma")
