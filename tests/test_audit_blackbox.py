@@ -139,3 +139,34 @@ def test_progress_bar_on_stderr(capsys):
     )
     err = capsys.readouterr().err
     assert "sampling [" in err and "100% (400/400)" in err
+
+
+def _laplace_with_nans(rate):
+    def mechanism(x, rng):
+        if rng.random() < rate:
+            return float("nan")
+        return x + rng.laplace(0.0, 1.0 / 5.0)  # ε = 5 for inputs 0 vs 1
+
+    return mechanism
+
+
+def test_nan_outputs_do_not_blind_the_auditor():
+    """Issue 10 item 15: an ε = 5 mechanism that returns NaN w.p. 0.0005 got "ε ≥ 0"."""
+    clean = estimate_epsilon(
+        _laplace_with_nans(0.0), 0.0, 1.0, samples=10_000, rng=np.random.default_rng(3)
+    )
+    dirty = estimate_epsilon(
+        _laplace_with_nans(0.0005), 0.0, 1.0, samples=10_000, rng=np.random.default_rng(3)
+    )
+    assert clean.epsilon > 1.0
+    assert dirty.epsilon > 1.0  # NaN is one more output value, not a blindfold
+
+
+def test_nan_difference_is_itself_detected():
+    """NaN on one input only is a distinguishing event ("output[0] is NaN")."""
+
+    def mechanism(x, rng):
+        return float("nan") if (x == 1 and rng.random() < 0.5) else rng.normal()
+
+    est = estimate_epsilon(mechanism, 0, 1, samples=4_000, rng=np.random.default_rng(0))
+    assert est.epsilon > 0.3 and "NaN" in est.event

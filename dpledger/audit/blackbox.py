@@ -148,6 +148,10 @@ def _equal(j: int, v: float) -> Mask:
     return lambda x: np.asarray(x[:, j] == v)
 
 
+def _is_nan(j: int) -> Mask:
+    return lambda x: np.asarray(np.isnan(x[:, j]))
+
+
 def _at_most(j: int, t: float) -> Mask:
     return lambda x: np.asarray(x[:, j] <= t)
 
@@ -167,6 +171,15 @@ def _candidates(a: np.ndarray, b: np.ndarray) -> list[_Event]:
     discrete: dict[int, np.ndarray] = {}
     for j in range(pooled.shape[1]):
         column = pooled[:, j]
+        missing = np.isnan(column)
+        if missing.any():
+            # NaN is an output like any other: an event of its own (comparisons with NaN
+            # are false, so thresholds alone would never see it), and thresholds come from
+            # the other values (a NaN quantile would blind every threshold event)
+            events.append(_Event(f"output[{j}] is NaN", _is_nan(j)))
+            column = column[~missing]
+            if column.size == 0:
+                continue
         values = np.unique(column)
         if len(values) <= _MAX_DISCRETE:
             discrete[j] = values
@@ -174,7 +187,10 @@ def _candidates(a: np.ndarray, b: np.ndarray) -> list[_Event]:
                 events.append(_Event(f"output[{j}] = {v:g}", _equal(j, v)))
             thresholds = values
         else:
-            thresholds = np.unique(np.quantile(column, _QUANTILES))
+            finite = column[np.isfinite(column)]
+            if finite.size == 0:
+                continue
+            thresholds = np.unique(np.quantile(finite, _QUANTILES))
         for t in thresholds:
             events.append(_Event(f"output[{j}] ≤ {t:.6g}", _at_most(j, t)))
             events.append(_Event(f"output[{j}] > {t:.6g}", _above(j, t)))
@@ -185,6 +201,7 @@ def _candidates(a: np.ndarray, b: np.ndarray) -> list[_Event]:
                 continue
             for v in values:
                 sub = pooled[pooled[:, j] == v, k]
+                sub = sub[np.isfinite(sub)]
                 if len(sub) < 10:
                     continue
                 for t in np.unique(np.quantile(sub, _QUANTILES[::8])):
