@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from dpledger import accountant, calibrate
+from dpledger._format import down as fmt_down
+from dpledger._format import up as fmt_up
 from dpledger.accountant import events as ev
 from dpledger.errors import DPLedgerError, InvalidArgumentError, NotApplicableError
 
@@ -68,12 +70,15 @@ def _account(args: argparse.Namespace) -> int:
             print(f"{method:<10} {'-':>14}  not applicable")
         else:
             mark = "tightest" if value == best else ""
-            print(f"{method:<10} {value:>14.8g}  {mark}")
+            print(f"{method:<10} {fmt_up(value, 8):>14}  {mark}")
     print()
     if best is None:
         print("No method applies to this release.")
         return 1
-    print(f"Guarantee: ({best:.6g}, {args.delta:g})-DP  [every value above is an upper bound]")
+    print(
+        f"Guarantee: ({fmt_up(best, 6)}, {args.delta:g})-DP  [every value above is an upper "
+        "bound, rounded up]"
+    )
     return 0
 
 
@@ -117,10 +122,10 @@ def _calibrate(args: argparse.Namespace) -> int:
         + (f", Poisson rate {args.sampling_rate:g})" if args.sampling_rate else ")")
     )
     print(f"target    : ({args.epsilon:g}, {args.delta:g})-DP, method {args.method}")
-    print(f"{name:<9} : {noise:.10g}")
+    print(f"{name:<9} : {fmt_up(noise, 10)}  (rounded up: at least the calibrated value)")
     print(
-        f"achieved  : epsilon {achieved_epsilon:.10g} at delta {args.delta:g}; "
-        f"delta {achieved_delta:.6g} at epsilon {args.epsilon:g}"
+        f"achieved  : epsilon {fmt_up(achieved_epsilon, 10)} at delta {args.delta:g}; "
+        f"delta {fmt_up(achieved_delta, 6)} at epsilon {args.epsilon:g}"
     )
     return 0
 
@@ -178,13 +183,13 @@ def _audit_summary(reports: list[Any]) -> str:
         claim = r.claim
         if claim.notion in ("approx_dp", "pure_dp"):
             claimed = f"({claim.epsilon:g}, {claim.delta:g})"
-            value = "—" if r.epsilon is None else f"{r.epsilon:.6g}"
+            value = "—" if r.epsilon is None else fmt_up(r.epsilon, 6)
             low = r.epsilon_lower
-            if low is not None and r.epsilon is not None and f"{low:.6g}" != value:
-                value = f"{low:.6g} – {value}"
+            if low is not None and r.epsilon is not None and low != r.epsilon:
+                value = f"{fmt_down(low, 6)} – {value}"
         else:
             claimed = f"{r.quantity} = {r.claimed_value:g}" if r.quantity else claim.notion
-            value = "—" if r.value is None else f"{r.value:.6g}"
+            value = "—" if r.value is None else fmt_up(r.value, 6)
         rows.append((Path(r.source).name, claimed, value, r.verdict.replace("_", " ")))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = ["Summary:"]
@@ -225,7 +230,7 @@ def _ledger_show(args: argparse.Namespace) -> int:
             else:
                 charge = str(r.charge)
                 eps = r.charge.epsilon_at(delta) if delta > 0 else r.charge.epsilon_at(0.0)
-                alone = "" if eps != eps else f"{eps:.6g}"
+                alone = "" if eps != eps else fmt_up(eps, 6)
             rows.append(
                 (
                     str(r.seq),
@@ -234,7 +239,7 @@ def _ledger_show(args: argparse.Namespace) -> int:
                     r.mechanism or repr(r.event),
                     charge,
                     alone,
-                    f"{r.epsilon:.6g}",
+                    fmt_up(r.epsilon, 6),
                 )
             )
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -245,12 +250,12 @@ def _ledger_show(args: argparse.Namespace) -> int:
         eps, spent_delta = ledger.spent
         remaining = ledger.remaining
         print()
-        print(f"spent     : ({eps:.6g}, {spent_delta:g})-DP (filter-tracked)")
+        print(f"spent     : ({fmt_up(eps, 6)}, {spent_delta:g})-DP (filter-tracked)")
         left = remaining.epsilon_at(delta)
         extra = (
             ""
             if left != left
-            else f"  (a release using all of it: ε = {left:.6g} at δ = {delta:g})"
+            else f"  (a release using all of it: ε = {fmt_down(left, 6)} at δ = {delta:g})"
         )
         print(f"remaining : {remaining}{extra}")
         planned = ledger.planned_remaining

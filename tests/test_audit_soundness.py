@@ -335,3 +335,18 @@ def test_reference_functions_agree_with_closed_forms():
     # one ε0-RR release is exactly ε0-DP: δ(ε0) = 0
     assert rr_delta(0.7, 1, 0.7) == 0
     assert np.isclose(float(subsampled_gauss_delta(1.0, 1.0, 0.5)), float(gauss_delta(1.0, 0.5)))
+
+
+def test_docs_audit_summary_is_what_the_command_prints(capsys):
+    """docs/audit.md shows the summary of `dpledger audit examples/audits/*.toml`."""
+    from pathlib import Path
+
+    from dpledger.cli import main
+
+    root = Path(__file__).resolve().parent.parent
+    files = sorted(str(p) for p in (root / "examples" / "audits").glob("*.toml"))
+    main(["audit", *files])
+    printed = capsys.readouterr().out
+    summary = printed[printed.index("Summary:") :]
+    doc = (root / "docs" / "audit.md").read_text(encoding="utf-8")
+    assert summary in doc

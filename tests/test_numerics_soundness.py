@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import mpmath
+import numpy as np
 import pytest
 
 import dpledger.accountant as acc
@@ -183,3 +184,36 @@ def test_tiny_sampling_rates_calibrate_quickly_and_safely(rate):
     assert sigma > 0
     event = ev.PoissonSampled(ev.Gaussian(sigma), rate) * 100
     assert acc.delta(event, 1.0) <= 1e-5
+
+
+# -- item 21: printed numbers round in the safe direction --------------------------------------
+
+
+def test_formatter_rounds_in_the_stated_direction():
+    """Issue 10 item 21: printing never moves a bound to its unsafe side."""
+    from decimal import Decimal
+
+    from dpledger._format import down, up
+
+    rng = np.random.default_rng(21)
+    for value in [*rng.lognormal(0, 6, 300), 16.304133415, 1.00000001025, 9.9999999, 5e-324]:
+        for digits in (3, 6, 10):
+            assert Decimal(up(value, digits)) >= Decimal(value)
+            assert Decimal(down(value, digits)) <= Decimal(value)
+    assert up(0.5) == "0.5" and up(1e-5, 4) == "1.001e-05" and down(10.0) == "10"
+
+
+def test_cli_prints_sigma_and_epsilon_rounded_up(capsys):
+    """Issue 10 item 21: σ = 16.30413342 was printed for a σ whose δ is over target, and
+    "(1, 1e-05)-DP" for a certified 1.00000001025."""
+    from dpledger import calibrate
+
+    assert main(["calibrate", "gaussian", "--epsilon", "0.2", "--delta", "1e-5"]) == 0
+    out = capsys.readouterr().out
+    printed = float(out.split("sigma     : ")[1].split()[0])
+    assert printed >= calibrate.gaussian_sigma(0.2, 1e-5)
+    assert acc.delta(ev.Gaussian(printed), 0.2) <= 1e-5
+    assert main(["account", "gaussian", "--sigma", "5", "--count", "100", "--delta", "1e-5"]) == 0
+    out = capsys.readouterr().out
+    guarantee = float(out.split("Guarantee: (")[1].split(",")[0])
+    assert guarantee >= acc.epsilon(ev.Gaussian(5.0) * 100, 1e-5)

@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from dpledger import accountant
+from dpledger._format import down as fmt_down
+from dpledger._format import up as fmt_up
 from dpledger.accountant import events as ev
 from dpledger.accountant.advanced import advanced_composition
 from dpledger.accountant.pld import PLDSummary, epsilon_lower_bound
@@ -151,25 +153,26 @@ class AuditReport:
                 if isinstance(value, float):
                     mark = "← tightest" if best is not None and value == best else ""
                     d = self.delta_by_method.get(method)
-                    mrows.append((method, _fmt(value), f"{d:.4g}" if d is not None else "—", mark))
+                    mrows.append(
+                        (method, _fmt(value), fmt_up(d, 4) if d is not None else "—", mark)
+                    )
                 else:
                     mrows.append((method, "n/a", "", _short(value)))
             out.extend(_table(mrows))
             out.append("")
         if self.quantity is not None and self.value is not None:
             out.append(
-                f"recomputed {self.quantity} = {_fmt(self.value)} "
-                f"(claimed {_fmt(self.claimed_value)})"
+                f"recomputed {self.quantity} = {_fmt(self.value)} (claimed {self.claimed_value:g})"
             )
         if self.epsilon is not None:
-            low = f"{_fmt(self.epsilon_lower)} ≤ " if self.epsilon_lower is not None else ""
+            low = f"{_fmt(self.epsilon_lower, 'down')} ≤ " if self.epsilon_lower is not None else ""
             out.append(
                 f"true ε at δ = {self.claim.delta:g}: {low}ε ≤ {_fmt(self.epsilon)} "
-                f"(claimed {_fmt(self.claim.epsilon)})"
+                f"(claimed {self.claim.epsilon:g})"
             )
         if self.delta is not None and self.claim.epsilon is not None and self.quantity is None:
             out.append(
-                f"δ at the claimed ε = {self.claim.epsilon:g}: ≤ {self.delta:.4g} "
+                f"δ at the claimed ε = {self.claim.epsilon:g}: ≤ {fmt_up(self.delta, 4)} "
                 f"(claimed {self.claim.delta:g})"
             )
         out.append("")
@@ -188,12 +191,14 @@ class AuditReport:
         return _delta_curve(self.event, [float(e) for e in epsilons])
 
 
-def _fmt(x: float | None) -> str:
+def _fmt(x: float | None, direction: str = "up") -> str:
+    """A bound as printed: upper bounds rounded up, lower bounds (``"down"``) down."""
     if x is None:
         return "—"
     if not math.isfinite(x):
         return "∞"
-    return f"{x:.6g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.4g}"
+    digits = 6 if abs(x) >= 1e-3 or x == 0 else 4
+    return fmt_up(x, digits) if direction == "up" else fmt_down(x, digits)
 
 
 def _short(reason: str) -> str:
