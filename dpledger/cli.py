@@ -144,21 +144,28 @@ def _audit(args: argparse.Namespace) -> int:
         print("dpledger: error: --plot takes one pipeline", file=sys.stderr)
         return 2
     reports = []
+    failed: list[dict[str, Any]] = []
     errors = 0
     for path in args.pipeline:
         try:
             pipeline = load_pipeline(path)
         except PipelineError as error:
-            if len(args.pipeline) == 1:
+            if args.json:
+                problems = [{"line": line, "message": msg} for line, msg in error.problems]
+                failed.append(
+                    {"source": error.source, "error": "invalid declaration", "problems": problems}
+                )
+            elif len(args.pipeline) == 1:
                 raise
-            print(f"dpledger: error: {error}", file=sys.stderr)
+            else:
+                print(f"dpledger: error: {error}", file=sys.stderr)
             errors += 1
             continue
         reports.append(
             check_claim(pipeline, args.epsilon, args.delta, loose_ratio=args.loose_ratio)
         )
     if args.json:
-        data = [r.to_dict() for r in reports]
+        data = [r.to_dict() for r in reports] + failed
         print(
             json.dumps(data[0] if len(args.pipeline) == 1 else data, indent=2, ensure_ascii=False)
         )
@@ -166,12 +173,18 @@ def _audit(args: argparse.Namespace) -> int:
         print("\n\n".join(r.format() for r in reports))
         if len(args.pipeline) > 1:
             print("\n" + _audit_summary(reports))
-    if args.plot:
-        from dpledger.audit.plot import plot_privacy_curve
+    if args.plot and reports:
+        # the verdict stands whatever happens to the picture: a failed plot is reported,
+        # and the exit status stays the verdict's
+        try:
+            from dpledger.audit.plot import plot_privacy_curve
 
-        written = plot_privacy_curve(reports[0], args.plot)
-        if not args.json:
-            print(f"\nplot written to {written}")
+            written = plot_privacy_curve(reports[0], args.plot)
+        except (ImportError, OSError, ValueError) as error:
+            print(f"dpledger: warning: the plot was not written: {error}", file=sys.stderr)
+        else:
+            if not args.json:
+                print(f"\nplot written to {written}")
     if errors:
         return 2
     return 0 if all(r.holds for r in reports) else 1

@@ -53,9 +53,11 @@ def zcdp_to_approx_dp(rho: float, delta: float, *, xi: float = 0.0, tight: bool 
         >>> zcdp_to_approx_dp(0.5, 1e-5) < zcdp_to_approx_dp(0.5, 1e-5, tight=False)
         True
     """
-    rho = check_nonnegative("rho", rho)
+    rho = check_nonnegative("rho", rho, allow_inf=True)
     delta = check_probability("delta", delta)
     xi = float(xi)
+    if math.isinf(rho) or (math.isinf(xi) and xi > 0):
+        return math.inf
     if rho == 0:
         return round_up(max(0.0, xi))
     if delta == 0:
@@ -67,8 +69,10 @@ def zcdp_to_approx_dp(rho: float, delta: float, *, xi: float = 0.0, tight: bool 
 
 def zcdp_to_delta(rho: float, epsilon: float, *, xi: float = 0.0) -> float:
     """Smallest δ such that (ξ, ρ)-zCDP implies (ε, δ)-DP (CKS 2020, Cor. 13)."""
-    rho = check_nonnegative("rho", rho)
+    rho = check_nonnegative("rho", rho, allow_inf=True)
     epsilon = check_nonnegative("epsilon", epsilon, allow_inf=True)
+    if math.isinf(rho):
+        return 0.0 if math.isinf(epsilon) else 1.0
     if rho == 0:
         return 0.0 if epsilon >= xi else 1.0
     return rdp_to_delta(lambda a: xi + rho * a, epsilon)

@@ -361,10 +361,15 @@ def _release_event(release: Release, claim: Claim, findings: list[str]) -> tuple
         base = ev.SampledWithoutReplacement(base, release.batch_size, release.population)
     elif release.sampling in ("shuffled", "fixed_batches"):
         rate = release.sampling_rate
-        if rate is None:
-            assert release.batch_size is not None and release.population is not None
+        if release.batch_size is not None and release.population is not None:
+            # an epoch is ⌈N/B⌉ steps (the last batch may be short): 14,100 steps of
+            # batch 256 over 60,000 records are 60 epochs (Opacus' convention)
+            per_epoch = -(-release.population // release.batch_size)
+            epochs = -(-count // per_epoch)
             rate = release.batch_size / release.population
-        epochs = max(1, math.ceil(count * rate - 1e-9))
+        else:
+            assert rate is not None
+            epochs = max(1, math.ceil(count * rate - 1e-9))
         kind = "shuffled" if release.sampling == "shuffled" else "fixed"
         findings.append(
             f"{name}: {kind} batches have no amplification theorem (the amplification "

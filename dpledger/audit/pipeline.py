@@ -25,6 +25,7 @@ are all reported at once, each with its line in the file (:class:`PipelineError`
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import sys
@@ -88,7 +89,7 @@ CALIBRATIONS: dict[str, dict[str, tuple[str, ...]]] = {
 #: calibrated for add/remove but claims replace-one).
 
 _RELEASE_COMMON: tuple[str, ...] = (
-    *("mechanism", "count", "sampling", "sampling_rate", "batch_size"),
+    *("mechanism", "count", "epochs", "sampling", "sampling_rate", "batch_size"),
     *("population", "label", "calibration", "note"),
 )
 _CLAIM_KEYS: tuple[str, ...] = (
@@ -101,6 +102,8 @@ class PipelineError(DPLedgerError, ValueError):
     """A declaration failed validation; ``problems`` lists (line or None, message)."""
 
     def __init__(self, problems: list[tuple[int | None, str]], source: str = "pipeline") -> None:
+        # in the order of the declaration (problems without a line first)
+        problems = sorted(problems, key=lambda item: item[0] or 0)
         self.problems = problems
         self.source = source
         lines = [
@@ -195,10 +198,19 @@ def load_pipeline(path: str | Path) -> Pipeline:
     """Read and validate a TOML declaration (:class:`PipelineError` lists every problem)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise PipelineError(
             [(None, f"cannot read {str(path)!r}: {exc.strerror}")], str(path)
+        ) from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise PipelineError(
+            [(line, f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at column {column}")],
+            str(path),
         ) from exc
     return parse_pipeline(text, source=str(path))
 
@@ -265,7 +277,40 @@ class _Lines:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A real number (bool is not) that converts to a finite float (no 400-digit ints)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def _suggest(word: Any, choices: Any) -> str:
+    """' (did you mean 'x'?)' for a close match, else ''."""
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.7)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _kind(value: Any) -> str:
+    """How a mistyped value reads: 'a string', 'a list', 'a table', ..."""
+    if isinstance(value, str):
+        return f"a string ({value!r}): write it without quotes"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a table"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return f"an integer too large ({len(str(abs(value)))} digits)"
+    return repr(value)
+
+
+MAX_COUNT = 2**63 - 1
+"""The largest ``count`` a declaration may give (larger counts are refused, not wrapped)."""
 
 
 class _Validator:
@@ -282,7 +327,8 @@ class _Validator:
             if key not in ("claim", "release"):
                 self.problem(
                     self.lines.tables.get(key),
-                    f"unknown table [{key}] (expected [claim] and [[release]])",
+                    f"unknown table [{key}] (expected [claim] and [[release]])"
+                    + _suggest(key, ("claim", "release")),
                 )
         claim = self._claim()
         releases = self._releases(claim.adjacency if claim else None)
@@ -304,20 +350,22 @@ class _Validator:
         for key in raw:
             if key not in _CLAIM_KEYS:
                 self.problem(
-                    line(key), f"[claim]: unknown key {key!r} (allowed: {', '.join(_CLAIM_KEYS)})"
+                    line(key),
+                    f"[claim]: unknown key {key!r}{_suggest(key, _CLAIM_KEYS)} (allowed: "
+                    f"{', '.join(_CLAIM_KEYS)})",
                 )
         adjacency = raw.get("adjacency")
         if adjacency is None:
             self.problem(
                 line(), '[claim]: \'adjacency\' is required: "add_remove" or "replace_one"'
             )
-        elif adjacency not in ADJACENCIES:
+        elif not isinstance(adjacency, str) or adjacency not in ADJACENCIES:
             self.problem(
                 line("adjacency"),
                 f"[claim]: adjacency must be one of {ADJACENCIES}; found {adjacency!r}",
             )
         notion = raw.get("notion", "approx_dp")
-        if notion not in NOTIONS:
+        if not isinstance(notion, str) or notion not in NOTIONS:
             self.problem(
                 line("notion"), f"[claim]: notion must be one of {NOTIONS}; found {notion!r}"
             )
@@ -338,9 +386,9 @@ class _Validator:
             if key not in raw:
                 continue
             value = raw[key]
-            if not _is_number(value) or not math.isfinite(value) or value < 0:
+            if not _is_number(value) or value < 0:
                 self.problem(
-                    line(key), f"[claim]: {key} must be a finite number ≥ 0; found {value!r}"
+                    line(key), f"[claim]: {key} must be a finite number ≥ 0; found {_kind(value)}"
                 )
                 continue
             if key == "delta" and value >= 1:
@@ -358,7 +406,7 @@ class _Validator:
         for key in ("name", "source", "note"):
             if key in raw and not isinstance(raw[key], str):
                 self.problem(line(key), f"[claim]: {key} must be a string")
-        if adjacency not in ADJACENCIES:
+        if not isinstance(adjacency, str) or adjacency not in ADJACENCIES:
             return None
         strings = {k: raw[k] for k in ("name", "source", "note") if isinstance(raw.get(k), str)}
         return Claim(adjacency=adjacency, notion=notion, **values, **strings)
@@ -397,18 +445,26 @@ class _Validator:
                 line(), f"{where}: 'mechanism' is required (one of {', '.join(MECHANISMS)})"
             )
             return None
-        if mechanism not in MECHANISMS:
+        if not isinstance(mechanism, str) or mechanism not in MECHANISMS:
+            found = repr(mechanism) if isinstance(mechanism, str) else _kind(mechanism)
             self.problem(
                 line("mechanism"),
-                f"{where}: unknown mechanism {mechanism!r} (one of {', '.join(MECHANISMS)})",
+                f"{where}: unknown mechanism {found}{_suggest(mechanism, MECHANISMS)} (one of "
+                f"{', '.join(MECHANISMS)})",
             )
+            # still check the keys every mechanism shares, so all problems come at once
+            every = set(_RELEASE_COMMON) | {k for r, o in MECHANISMS.values() for k in (*r, *o)}
+            for key in table:
+                if key not in every | {"noise_sensitivity", "epsilon", "delta"}:
+                    self.problem(line(key), f"{where}: unknown key {key!r}{_suggest(key, every)}")
+            self._count(table, where, line)
             return None
         required, optional = MECHANISMS[mechanism]
         calibration = table.get("calibration")
         calib_keys: tuple[str, ...] = ()
         if calibration is not None:
             allowed = CALIBRATIONS.get(mechanism, {})
-            if calibration not in allowed:
+            if not isinstance(calibration, str) or calibration not in allowed:
                 choices = ", ".join(allowed) if allowed else "none for this mechanism"
                 self.problem(
                     line("calibration"),
@@ -436,8 +492,8 @@ class _Validator:
             if key not in known:
                 self.problem(
                     line(key),
-                    f"{where}: unknown key {key!r} for mechanism {mechanism!r} "
-                    f"(allowed: {', '.join(sorted(known))})",
+                    f"{where}: unknown key {key!r}{_suggest(key, known)} for mechanism "
+                    f"{mechanism!r} (allowed: {', '.join(sorted(known))})",
                 )
         params: dict[str, Any] = {}
         for key in (*required, *calib_keys):
@@ -452,29 +508,38 @@ class _Validator:
                 params[key] = self._sensitivity(value, where, line(key))
             elif key in ("categories", "dimension"):
                 least = 2 if key == "categories" else 1
-                if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                if (
+                    not isinstance(value, int)
+                    or isinstance(value, bool)
+                    or not least <= value <= MAX_COUNT
+                ):
                     self.problem(
-                        line(key), f"{where}: {key} must be an integer ≥ {least}; found {value!r}"
+                        line(key),
+                        f"{where}: {key} must be an integer from {least} to 2**63 − 1; found "
+                        f"{_kind(value)}",
                     )
                 params[key] = value
             else:
-                if not _is_number(value) or not math.isfinite(value) or value < 0:
+                if not _is_number(value) or value < 0:
                     self.problem(
-                        line(key), f"{where}: {key} must be a finite number ≥ 0; found {value!r}"
+                        line(key),
+                        f"{where}: {key} must be a finite number ≥ 0; found {_kind(value)}",
                     )
-                elif key in ("sigma", "scale", "mu", "tau", "noise_sensitivity") and value == 0:
-                    self.problem(line(key), f"{where}: {key} must be positive; found {value!r}")
+                elif (
+                    key in ("sigma", "scale", "mu", "tau", "noise_sensitivity", "rho")
+                    and value == 0
+                ):
+                    what = "releases nothing" if key == "rho" else "is no noise at all"
+                    self.problem(line(key), f"{where}: {key} must be positive ({key} = 0 {what})")
                 elif key == "delta" and value >= 1:
                     self.problem(line(key), f"{where}: delta must be < 1; found {value!r}")
                 params[key] = float(value) if _is_number(value) else value
-        count = table.get("count", 1)
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            self.problem(line("count"), f"{where}: count must be an integer ≥ 1; found {count!r}")
+        count = self._count(table, where, line)
         sampling = table.get("sampling", "none")
         rate = table.get("sampling_rate")
         batch = table.get("batch_size")
         population = table.get("population")
-        if sampling not in SAMPLING:
+        if not isinstance(sampling, str) or sampling not in SAMPLING:
             self.problem(
                 line("sampling"), f"{where}: sampling must be one of {SAMPLING}; found {sampling!r}"
             )
@@ -484,9 +549,12 @@ class _Validator:
             )
         for key, value in (("batch_size", batch), ("population", population)):
             if value is not None and (
-                not isinstance(value, int) or isinstance(value, bool) or value < 1
+                not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_COUNT
             ):
-                self.problem(line(key), f"{where}: {key} must be an integer ≥ 1; found {value!r}")
+                self.problem(
+                    line(key),
+                    f"{where}: {key} must be an integer from 1 to 2**63 − 1; found {_kind(value)}",
+                )
         if sampling == "poisson" and rate is None:
             self.problem(line("sampling"), f"{where}: Poisson sampling needs 'sampling_rate'")
         if sampling == "without_replacement" and (batch is None or population is None):
@@ -532,9 +600,41 @@ class _Validator:
             line=line(),
         )
 
+    def _count(self, table: Mapping[str, Any], where: str, line: Any) -> Any:
+        """``count`` (default 1), or ``epochs`` × ⌈population / batch_size⌉ steps.
+
+        The Opacus convention: an epoch is ⌈N/B⌉ steps, so 60 epochs of batch 256 over
+        60,000 records are 14,100 steps.
+        """
+        count = table.get("count", 1)
+        epochs = table.get("epochs")
+        if epochs is not None:
+            batch, population = table.get("batch_size"), table.get("population")
+            ok = all(
+                isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_COUNT
+                for v in (epochs, batch, population)
+            )
+            if "count" in table:
+                self.problem(line("epochs"), f"{where}: give 'count' or 'epochs', not both")
+            elif not ok:
+                self.problem(
+                    line("epochs"),
+                    f"{where}: 'epochs' needs integer epochs, batch_size and population ≥ 1; "
+                    f"found epochs = {_kind(epochs)}",
+                )
+            else:
+                assert isinstance(population, int) and isinstance(batch, int)
+                count = epochs * -(-population // batch)
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_COUNT:
+            self.problem(
+                line("count"),
+                f"{where}: count must be an integer from 1 to 2**63 − 1; found {_kind(count)}",
+            )
+        return count
+
     def _sensitivity(self, value: Any, where: str, line: int | None) -> Any:
         if _is_number(value):
-            if not math.isfinite(value) or value <= 0:
+            if value <= 0:
                 self.problem(
                     line, f"{where}: sensitivity must be a positive finite number; found {value!r}"
                 )
@@ -544,9 +644,11 @@ class _Validator:
             for key, item in value.items():
                 if key not in ADJACENCIES:
                     self.problem(
-                        line, f"{where}: sensitivity table keys are {ADJACENCIES}; found {key!r}"
+                        line,
+                        f"{where}: sensitivity table keys are {ADJACENCIES}; found "
+                        f"{key!r}{_suggest(key, ADJACENCIES)}",
                     )
-                elif not _is_number(item) or not math.isfinite(item) or item <= 0:
+                elif not _is_number(item) or item <= 0:
                     self.problem(
                         line,
                         f"{where}: sensitivity.{key} must be a positive number; found {item!r}",
@@ -557,6 +659,8 @@ class _Validator:
                 self.problem(line, f"{where}: sensitivity table is empty")
             return out
         self.problem(
-            line, f"{where}: sensitivity must be a number or a table by adjacency; found {value!r}"
+            line,
+            f"{where}: sensitivity must be a positive finite number or a table by adjacency; "
+            f"found {_kind(value)}",
         )
         return value
