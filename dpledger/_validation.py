@@ -11,6 +11,8 @@ import math
 import numbers
 from typing import Any
 
+import numpy as np
+
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = [
@@ -23,15 +25,39 @@ __all__ = [
 ]
 
 
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, shortened for messages (a 400-digit integer is not a message)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit // 2]}…{text[-8:]} ({len(text)} chars)"
+
+
 def check_real(name: str, value: Any) -> float:
-    """Return ``value`` as a float, refusing non-real types, booleans and NaN."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    """Return ``value`` as a float, refusing non-real types, booleans and NaN.
+
+    Accepts int, float, Fraction, Decimal-free ``numbers.Real`` and numpy scalars. A value
+    beyond the float range (``10**400``) becomes ±inf, which the range checks then refuse
+    where infinity is not allowed; it never raises a raw OverflowError.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.number)):
         raise InvalidArgumentTypeError(
-            f"`{name}` must be a real number. Found {value!r} of type {type(value).__name__}."
+            f"`{name}` must be a real number. Found {shown(value)} of type {type(value).__name__}."
         )
-    result = float(value)
+    try:
+        result = float(value)
+    except OverflowError:
+        result = math.inf if value > 0 else -math.inf  # type: ignore[operator]
+    except (TypeError, ValueError) as error:
+        raise InvalidArgumentTypeError(
+            f"`{name}` must be a real number. Found {shown(value)}."
+        ) from error
     if math.isnan(result):
-        raise InvalidArgumentError(f"`{name}` must be a number, not NaN. Found {value!r}.")
+        raise InvalidArgumentError(f"`{name}` must be a number, not NaN. Found {shown(value)}.")
+    if result == 0 and value != 0:
+        # a positive (or negative) value below the smallest float: refuse rather than
+        # silently use 0 (for a privacy parameter 0 would be the unsafe direction)
+        raise InvalidArgumentError(
+            f"`{name}` is too small to represent as a float (below 5e-324). Found {shown(value)}."
+        )
     return result
 
 
@@ -40,7 +66,7 @@ def check_positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
     result = check_real(name, value)
     if not result > 0 or (math.isinf(result) and not allow_inf):
         need = "positive" if allow_inf else "positive and finite"
-        raise InvalidArgumentError(f"`{name}` must be {need}. Found {value!r}.")
+        raise InvalidArgumentError(f"`{name}` must be {need}. Found {shown(value)}.")
     return result
 
 
@@ -49,7 +75,7 @@ def check_nonnegative(name: str, value: Any, *, allow_inf: bool = False) -> floa
     result = check_real(name, value)
     if not result >= 0 or (math.isinf(result) and not allow_inf):
         need = "non-negative" if allow_inf else "non-negative and finite"
-        raise InvalidArgumentError(f"`{name}` must be {need}. Found {value!r}.")
+        raise InvalidArgumentError(f"`{name}` must be {need}. Found {shown(value)}.")
     return result
 
 
@@ -69,19 +95,21 @@ def check_probability(
     high_ok = result < 1 if high_open else result <= 1
     if not (low_ok and high_ok):
         interval = ("(" if low_open else "[") + "0, 1" + (")" if high_open else "]")
-        raise InvalidArgumentError(f"`{name}` must lie in {interval}. Found {value!r}.")
+        raise InvalidArgumentError(f"`{name}` must lie in {interval}. Found {shown(value)}.")
     return result
 
 
 def check_int_at_least(name: str, value: Any, minimum: int) -> int:
     """Return ``value`` as an int if it is an integer (not a bool) >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
         raise InvalidArgumentTypeError(
-            f"`{name}` must be an integer. Found {value!r} of type {type(value).__name__}."
+            f"`{name}` must be an integer. Found {shown(value)} of type {type(value).__name__}."
         )
     result = int(value)
     if result < minimum:
-        raise InvalidArgumentError(f"`{name}` must be an integer >= {minimum}. Found {value!r}.")
+        raise InvalidArgumentError(
+            f"`{name}` must be an integer >= {minimum}. Found {shown(value)}."
+        )
     return result
 
 
@@ -89,5 +117,5 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     """Return ``value`` if it is one of ``choices``."""
     if not isinstance(value, str) or value not in choices:
         options = ", ".join(repr(c) for c in choices)
-        raise InvalidArgumentError(f"`{name}` must be one of {options}. Found {value!r}.")
+        raise InvalidArgumentError(f"`{name}` must be one of {options}. Found {shown(value)}.")
     return value

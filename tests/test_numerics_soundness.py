@@ -217,3 +217,70 @@ def test_cli_prints_sigma_and_epsilon_rounded_up(capsys):
     out = capsys.readouterr().out
     guarantee = float(out.split("Guarantee: (")[1].split(",")[0])
     assert guarantee >= acc.epsilon(ev.Gaussian(5.0) * 100, 1e-5)
+
+
+# -- item 22: every public helper validates ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (
+            lambda: __import__("dpledger.accountant.basic").accountant.basic.amplify_by_subsampling(
+                -1, 1e-6, 0.01
+            ),
+            "`epsilon`",
+        ),
+        (
+            lambda: __import__("dpledger.accountant.zcdp").accountant.zcdp.zcdp_to_approx_dp(
+                0.5, 1e-5, xi=-math.inf
+            ),
+            "`xi`",
+        ),
+        (lambda: acc.advanced_composition(1.0, 0.0, -1, 1e-6), "`count`"),
+        (lambda: acc.epsilon(ev.PureDP(10**400), 1e-6), "`epsilon`"),
+        (
+            lambda: acc.epsilon(ev.PureDP(__import__("fractions").Fraction(10**400, 3)), 1e-6),
+            "`epsilon`",
+        ),
+        (lambda: ev.Gaussian(__import__("fractions").Fraction(1, 10**400)), "`sigma`"),
+        (lambda: __import__("dpledger.mechanisms").mechanisms.Laplace(5e-324), "`scale`"),
+        (lambda: acc.PLDAccountant(0.3), "`grid`"),
+        (
+            lambda: ev.SampledWithoutReplacement(ev.PoissonSampled(ev.Gaussian(1.0), 0.1), 10, 100),
+            "PoissonSampled",
+        ),
+        (
+            lambda: ev.PoissonSampled(ev.SampledWithoutReplacement(ev.Gaussian(1.0), 10, 100), 0.1),
+            "SampledWithoutReplacement",
+        ),
+    ],
+    ids=[
+        "amplify",
+        "xi",
+        "advanced-count",
+        "10**400",
+        "Fraction",
+        "tiny-sigma",
+        "laplace-tiny",
+        "pld-grid",
+        "swor(poisson)",
+        "poisson(swor)",
+    ],
+)
+def test_public_helpers_refuse_bad_input_with_a_named_error(call, name):
+    """Issue 10 item 22: each of these returned a wrong value or raised a raw error."""
+    from dpledger.errors import DPLedgerError
+
+    with pytest.raises(DPLedgerError, match=name.replace("(", r"\(")):
+        call()
+
+
+def test_deeply_nested_events_answer():
+    """Issue 10 item 22: a 3,000-deep Repeated answers (flattening is iterative)."""
+    import functools
+
+    deep = functools.reduce(lambda e, _: ev.Repeated(e, 2), range(3000), ev.PureDP(1e-300))
+    assert acc.epsilon(deep, 1e-6) == math.inf or acc.epsilon(deep, 1e-6) > 0
+    shallow = functools.reduce(lambda e, _: ev.Repeated(e, 2), range(10), ev.PureDP(0.001))
+    assert acc.epsilon(shallow, 0.0) == pytest.approx(1.024, rel=1e-9)

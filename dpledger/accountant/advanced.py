@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from dpledger._numerics import mul_up, round_up, square_up, sum_up
+from dpledger._validation import check_int_at_least, check_nonnegative, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.accountant.basic import BasicAccountant, dp_guarantee
@@ -37,7 +38,14 @@ def advanced_composition(epsilon: float, delta: float, count: int, delta_slack: 
         >>> round(advanced_composition(1.0, 0.0, 100, 1e-6), 4)
         224.3934
     """
-    summary = AdvancedSummary(square_up(epsilon), round_up(epsilon * math.expm1(epsilon)), delta)
+    epsilon = check_nonnegative("epsilon", epsilon, allow_inf=True)
+    delta = check_probability("delta", delta)
+    count = check_int_at_least("count", count, 1)
+    delta_slack = check_probability("delta_slack", delta_slack, low_open=True)
+    if math.isinf(epsilon):
+        return math.inf
+    grown = math.inf if epsilon > 709 else round_up(epsilon * math.expm1(epsilon))
+    summary = AdvancedSummary(square_up(epsilon), grown, delta)
     return summary.scaled(count)._epsilon_for_slack(delta_slack)
 
 

@@ -26,6 +26,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from dpledger._numerics import float_up, mul_up, round_up, sum_up
+from dpledger._validation import check_nonnegative, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.errors import NotApplicableError
@@ -47,6 +48,9 @@ def amplify_by_subsampling(epsilon: float, delta: float, rate: float) -> tuple[f
         >>> round(eps, 6), delta
         (0.017037, 1e-08)
     """
+    epsilon = check_nonnegative("epsilon", epsilon, allow_inf=True)
+    delta = check_probability("delta", delta, high_open=False)
+    rate = check_probability("rate", rate, low_open=True, high_open=False)
     if rate == 1.0:
         return epsilon, delta
     if math.isinf(epsilon):

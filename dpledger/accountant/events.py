@@ -350,6 +350,32 @@ class Composed(Event):
         _set(self, "events", items)
 
 
+def _refuse_nested(inner: Event, other: type, outer: str) -> None:
+    """Refuse sampling nested in sampling of the other kind (mismatched adjacency).
+
+    Poisson subsampling is analysed under add/remove and sampling without replacement
+    under replace-one; no theorem covers one inside the other, so the event is refused
+    rather than accounted with a bound that does not exist. (Sampling of the same kind
+    nested in itself is one sampling of the product rate, and is accepted.)
+    """
+    stack = [inner]
+    for _ in range(100_000):
+        if not stack:
+            return
+        current = stack.pop()
+        if isinstance(current, other):
+            raise InvalidArgumentError(
+                f"{outer} of an event that contains {type(current).__name__}: the two "
+                "samplings are analysed under different adjacencies (add/remove vs "
+                "replace-one) and no theorem bounds one nested in the other. Found "
+                f"{current!r} inside."
+            )
+        if isinstance(current, (Repeated, PoissonSampled, SampledWithoutReplacement)):
+            stack.append(current.event)
+        elif isinstance(current, Composed):
+            stack.extend(current.events)
+
+
 @dataclass(frozen=True)
 class PoissonSampled(Event):
     """``event`` run on a Poisson subsample: each record is kept independently w.p. ``rate``.
@@ -366,6 +392,7 @@ class PoissonSampled(Event):
         _check_event("event", self.event)
         _set(self, "rate", check_probability("rate", self.rate, low_open=True, high_open=False))
         check_choice("adjacency", self.adjacency, ADJACENCIES)
+        _refuse_nested(self.event, SampledWithoutReplacement, "PoissonSampled")
         if self.adjacency != ADD_REMOVE:
             raise InvalidArgumentError(
                 "`adjacency` must be 'add_remove' for Poisson subsampling: the amplification "
@@ -392,6 +419,7 @@ class SampledWithoutReplacement(Event):
         _check_event("event", self.event)
         _set(self, "sample_size", check_int_at_least("sample_size", self.sample_size, 1))
         _set(self, "population", check_int_at_least("population", self.population, 1))
+        _refuse_nested(self.event, PoissonSampled, "SampledWithoutReplacement")
         if self.sample_size > self.population:
             raise InvalidArgumentError(
                 f"`sample_size` must not exceed `population` ({self.population}). "

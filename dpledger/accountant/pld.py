@@ -66,7 +66,7 @@ from dpledger.accountant._pairs import (
     discrete_gaussian_pair,
     discrete_laplace_pair,
 )
-from dpledger.errors import NotApplicableError
+from dpledger.errors import InvalidArgumentError, NotApplicableError
 
 __all__ = [
     "DEFAULT_GRID",
@@ -77,6 +77,21 @@ __all__ = [
 ]
 
 DEFAULT_GRID = 1e-4
+MAX_GRID = 0.05
+"""The coarsest grid step accepted: coarser steps make the Chernoff window meaningless."""
+
+
+def check_grid(grid: Any) -> float:
+    """A grid step in (0, MAX_GRID]."""
+    value = check_positive("grid", grid)
+    if value > MAX_GRID:
+        raise InvalidArgumentError(
+            f"`grid` must be at most {MAX_GRID} (a loss discretisation step; the default is "
+            f"{DEFAULT_GRID}). Found {grid!r}."
+        )
+    return value
+
+
 """Default loss-grid step h."""
 
 _TAIL = 1e-18  # mass left out of a single release's grid range (moved to +∞ or the bottom)
@@ -864,7 +879,7 @@ class PLDAccountant(Accountant[PLDSummary]):
     handlers: ClassVar[dict[type[ev.Event], Any]] = {}
 
     def __init__(self, grid: float = DEFAULT_GRID) -> None:
-        self.grid = check_positive("grid", grid)
+        self.grid = check_grid(grid)
         super().__init__()
         self._summary = PLDSummary((), self.grid)
 
@@ -915,7 +930,7 @@ def epsilon_lower_bound(event: ev.Event, delta: float, *, grid: float = DEFAULT_
     """
     ev._check_event("event", event)
     delta = check_probability("delta", delta)
-    grid = check_positive("grid", grid)
+    grid = check_grid(grid)
     atoms = ev.flatten(event)
     for atom in atoms:
         _pairs(atom, "lower")
@@ -940,5 +955,5 @@ def epsilon_bounds(
     """
     ev._check_event("event", event)
     delta = check_probability("delta", delta)
-    grid = check_positive("grid", grid)
+    grid = check_grid(grid)
     return PLDAccountant.summarize(event, grid).epsilon_bounds(delta)

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from dpledger._numerics import mul_up, ratio_squared_up, round_up, square_up, sum_up
-from dpledger._validation import check_nonnegative, check_probability
+from dpledger._validation import check_nonnegative, check_probability, check_real
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.accountant.rdp import rdp_to_delta, rdp_to_epsilon
+from dpledger.errors import InvalidArgumentError
 
 __all__ = ["ZCDPAccountant", "ZCDPSummary", "zcdp_to_approx_dp", "zcdp_to_delta"]
 
@@ -55,7 +56,9 @@ def zcdp_to_approx_dp(rho: float, delta: float, *, xi: float = 0.0, tight: bool 
     """
     rho = check_nonnegative("rho", rho, allow_inf=True)
     delta = check_probability("delta", delta)
-    xi = float(xi)
+    xi = check_real("xi", xi)
+    if math.isinf(xi) and xi < 0:
+        raise InvalidArgumentError(f"`xi` must be finite (or +inf). Found {xi!r}.")
     if math.isinf(rho) or (math.isinf(xi) and xi > 0):
         return math.inf
     if rho == 0:

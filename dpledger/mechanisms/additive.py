@@ -45,7 +45,16 @@ def default_granularity(noise_scale: float) -> float:
     return math.ldexp(1.0, math.floor(math.log2(noise_scale)) - 20)
 
 
-def _check_granularity(granularity: Any, noise_scale: float) -> float:
+_MIN_NOISE = 2.0**-1000
+"""The smallest noise scale with a representable default grid (scale · 2⁻²⁰, normal)."""
+
+
+def _check_granularity(granularity: Any, noise_scale: float, name: str = "scale") -> float:
+    if noise_scale < _MIN_NOISE:
+        raise InvalidArgumentError(
+            f"`{name}` must be at least 2**-1000 ≈ 9.3e-302 for the exact grid sampler "
+            f"(rescale the data instead). Found {noise_scale!r}."
+        )
     if granularity is None:
         return default_granularity(noise_scale)
     value = check_positive("granularity", granularity)
@@ -104,7 +113,7 @@ class _GridMechanism(Mechanism):
         self.sensitivity = check_positive("sensitivity", sensitivity)
         self.dimension = check_int_at_least("dimension", dimension, 1)
         self.safe = bool(safe)
-        self.granularity = _check_granularity(granularity, self._noise)
+        self.granularity = _check_granularity(granularity, self._noise, self._noise_name)
         if not self.safe:
             warn_floating_point(type(self).__name__)
 
