@@ -16,18 +16,23 @@ import numpy as np
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = [
+    "check_callable",
     "check_choice",
     "check_int_at_least",
     "check_nonnegative",
     "check_positive",
     "check_probability",
     "check_real",
+    "check_reals",
 ]
 
 
 def shown(value: Any, limit: int = 60) -> str:
     """``repr(value)``, shortened for messages (a 400-digit integer is not a message)."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"<{type(value).__name__} nested too deeply to show>"
     return text if len(text) <= limit else f"{text[: limit // 2]}…{text[-8:]} ({len(text)} chars)"
 
 
@@ -119,3 +124,25 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
         options = ", ".join(repr(c) for c in choices)
         raise InvalidArgumentError(f"`{name}` must be one of {options}. Found {shown(value)}.")
     return value
+
+
+def check_callable(name: str, value: Any) -> Any:
+    """Return ``value`` if it is callable."""
+    if not callable(value):
+        raise InvalidArgumentTypeError(
+            f"`{name}` must be a callable. Found {shown(value)} of type {type(value).__name__}."
+        )
+    return value
+
+
+def check_reals(name: str, values: Any) -> list[float]:
+    """Return a non-empty sequence of real numbers as floats (each checked by check_real)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise InvalidArgumentTypeError(
+            f"`{name}` must be a sequence of numbers. Found {shown(values)} of type "
+            f"{type(values).__name__}."
+        )
+    out = [check_real(f"{name}[{i}]", v) for i, v in enumerate(values)]
+    if not out:
+        raise InvalidArgumentError(f"`{name}` must contain at least one number. Found none.")
+    return out

@@ -44,7 +44,12 @@ import numpy as np
 from scipy import optimize, special
 
 from dpledger._numerics import float_up, round_up, square_up
-from dpledger._validation import check_nonnegative, check_positive, check_probability
+from dpledger._validation import (
+    check_callable,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.errors import InvalidArgumentError, NotApplicableError
@@ -487,6 +492,7 @@ def rdp_to_epsilon(curve: Curve, delta: float) -> float:
     log-spaced scan and bounded Brent refinement; the value returned is ε at the α found
     (every α > 1 gives a valid bound), rounded up.
     """
+    curve = check_callable("curve", curve)
     delta = check_probability("delta", delta)
     if delta == 0:
         return math.inf
@@ -505,6 +511,7 @@ def rdp_to_delta(curve: Curve, epsilon: float) -> float:
 
     δ(α) = exp((α−1)(R(α) − ε)) / α · (1 − 1/α)^{α−1}, minimised over real α; rounded up.
     """
+    curve = check_callable("curve", curve)
     epsilon = check_nonnegative("epsilon", epsilon, allow_inf=True)
     if math.isinf(epsilon):
         return 0.0

@@ -74,6 +74,7 @@ def zcdp_to_delta(rho: float, epsilon: float, *, xi: float = 0.0) -> float:
     """Smallest δ such that (ξ, ρ)-zCDP implies (ε, δ)-DP (CKS 2020, Cor. 13)."""
     rho = check_nonnegative("rho", rho, allow_inf=True)
     epsilon = check_nonnegative("epsilon", epsilon, allow_inf=True)
+    xi = check_real("xi", xi)
     if math.isinf(rho):
         return 0.0 if math.isinf(epsilon) else 1.0
     if rho == 0:

@@ -11,11 +11,13 @@ from dpledger import accountant
 from dpledger._numerics import round_up
 from dpledger._solve import smallest_satisfying
 from dpledger._validation import (
+    check_callable,
     check_choice,
     check_int_at_least,
     check_nonnegative,
     check_positive,
     check_probability,
+    check_reals,
 )
 from dpledger.accountant import events as ev
 from dpledger.errors import CalibrationError, InvalidArgumentError, NotApplicableError
@@ -110,6 +112,7 @@ def solve(
         >>> round(sigma, 4)
         11.7973
     """
+    make_event = check_callable("make_event", make_event)
     epsilon, delta = _target(epsilon, delta)
     method = check_choice("method", method, accountant.METHODS)
     initial = check_positive("initial", initial)
@@ -359,6 +362,7 @@ def mechanism(
         >>> round(mech.scale, 6)
         2.0
     """
+    factory = check_callable("factory", factory)
     count = check_int_at_least("count", count, 1)
     p = solve(
         lambda q: factory(q).event * count,
@@ -383,7 +387,9 @@ def split_budget(total: float, weights: Sequence[float], *, currency: str = "zcd
     """
     total = check_nonnegative("total", total)
     currency = check_choice("currency", currency, ("pure", "zcdp", "gdp"))
-    values = [check_positive(f"weights[{i}]", w) for i, w in enumerate(weights)]
+    values = [
+        check_positive(f"weights[{i}]", w) for i, w in enumerate(check_reals("weights", weights))
+    ]
     if not values:
         raise InvalidArgumentError("`weights` must contain at least one weight. Found [].")
     norm = math.fsum(values)
@@ -413,7 +419,10 @@ def gaussian_sigmas(
         True
     """
     epsilon, delta = _target(epsilon, delta)
-    deltas = [check_positive(f"sensitivities[{i}]", s) for i, s in enumerate(sensitivities)]
+    deltas = [
+        check_positive(f"sensitivities[{i}]", s)
+        for i, s in enumerate(check_reals("sensitivities", sensitivities))
+    ]
     if not deltas:
         raise InvalidArgumentError("`sensitivities` must not be empty. Found [].")
     shares = weights if weights is not None else [1.0] * len(deltas)

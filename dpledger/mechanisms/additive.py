@@ -42,6 +42,7 @@ _MAX_EXACT = 2**53
 
 def default_granularity(noise_scale: float) -> float:
     """The default grid step: the largest power of two ≤ noise_scale · 2⁻²⁰."""
+    noise_scale = check_positive("noise_scale", noise_scale)
     return math.ldexp(1.0, math.floor(math.log2(noise_scale)) - 20)
 
 
