@@ -118,19 +118,61 @@ def _exact_method(event: Event) -> str | None:
     return None
 
 
+_NUMERICAL_FAILURES: tuple[type[Exception], ...] = (
+    OverflowError,
+    FloatingPointError,
+    ZeroDivisionError,
+    MemoryError,
+)
+"""Exceptions that mean a method's floating-point evaluation broke down, not a bug."""
+
+
+def _evaluate(name: str, event: Event, query: str, value: float) -> float:
+    """One method's answer: the single place where an accountant is evaluated.
+
+    A numerical failure (overflow, division by zero, a math domain error, or a memory cap)
+    means this method cannot answer here; it becomes a :class:`NotApplicableError` naming
+    the method, so that ``"auto"`` uses the others. Only these are converted: a
+    ``TypeError`` or any other exception is a programming error and propagates, so a
+    swallowed exception can never hide a privacy bug.
+
+    Raises:
+        NotApplicableError: The method does not apply, or its evaluation failed
+            numerically.
+    """
+    try:
+        summary = ACCOUNTANTS[name].summarize(event)
+        return summary.epsilon(value) if query == "epsilon" else summary.delta(value)
+    except NotApplicableError:
+        raise
+    except _NUMERICAL_FAILURES as error:
+        raise NotApplicableError(
+            f"method {name!r} failed numerically on {event!r} "
+            f"({type(error).__name__}: {error}); use another method or method='auto'."
+        ) from error
+    except ValueError as error:
+        # only the math module's domain errors are numerical; other ValueErrors are
+        # validation (already dpledger errors) or bugs, and propagate
+        if str(error) != "math domain error":
+            raise
+        raise NotApplicableError(
+            f"method {name!r} failed numerically on {event!r} (math domain error); "
+            "use another method or method='auto'."
+        ) from error
+
+
 def _results(
     event: Event, query: str, value: float, *, auto: bool = False
 ) -> dict[str, float | NotApplicableError]:
     """Every method's answer; with ``auto``, PLD is skipped where a method is exact."""
     out: dict[str, float | NotApplicableError] = {}
     skip_pld = auto and _exact_method(event) is not None
-    for name, accountant in ACCOUNTANTS.items():
+    for name in ACCOUNTANTS:
         if name == "pld" and skip_pld:
             out[name] = NotApplicableError("skipped: an exact closed form applies")
             continue
         try:
-            summary = accountant.summarize(event)
-            out[name] = summary.epsilon(value) if query == "epsilon" else summary.delta(value)
+            out[name] = _evaluate(name, event, query, value)
         except NotApplicableError as error:
             out[name] = error
     return out
@@ -224,6 +266,4 @@ def delta(event: Event, epsilon: float, method: str = "auto") -> float:
 def _results_one(
     event: Event, method: str, query: str, value: float
 ) -> dict[str, float | NotApplicableError]:
-    summary = ACCOUNTANTS[method].summarize(event)
-    result = summary.epsilon(value) if query == "epsilon" else summary.delta(value)
-    return {method: result}
+    return {method: _evaluate(method, event, query, value)}

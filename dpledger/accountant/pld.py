@@ -69,6 +69,8 @@ from dpledger.errors import NotApplicableError
 
 __all__ = [
     "DEFAULT_GRID",
+    "MAX_GRID_POINTS",
+    "MAX_LOSS",
     "PLDAccountant",
     "PLDSummary",
     "epsilon_bounds",
@@ -77,6 +79,21 @@ __all__ = [
 
 DEFAULT_GRID = 1e-4
 """Default loss-grid step h."""
+
+MAX_GRID_POINTS = 1 << 23
+"""Largest number of grid points one PLD may allocate (a single release or a window).
+
+8,388,608 points of float64 are 64 MiB per array; a composition holds a few such arrays
+per direction, so the method stays well within 2 GB. A composition whose losses span more
+(long runs: the window grows with the count; large per-release ε) raises
+:class:`~dpledger.errors.NotApplicableError` *before* allocating, and ``method="auto"``
+answers with the methods that need no grid (RDP, GDP, …)."""
+
+MAX_LOSS = 700.0
+"""Largest privacy loss a grid may hold: e^L must stay finite in float64 (e^709.78 overflows).
+
+A release whose grid reaches beyond it is refused (:class:`NotApplicableError`); its ε is
+then far beyond any meaningful guarantee and the closed-form methods answer."""
 
 _TAIL = 1e-18  # mass left out of a single release's grid range (moved to +∞ or the bottom)
 
@@ -92,8 +109,27 @@ class _Discrete:
     offset: float = 0.0
 
 
+def _check_grid(points: float, top_loss: float, what: str) -> None:
+    """Refuse, before allocating, a grid beyond :data:`MAX_GRID_POINTS` or :data:`MAX_LOSS`."""
+    if not points <= MAX_GRID_POINTS:
+        raise NotApplicableError(
+            f"method 'pld' would need {points:.3g} grid points for {what}, more than "
+            f"MAX_GRID_POINTS = {MAX_GRID_POINTS}; use a coarser grid, or method='auto' "
+            "(which then uses the closed-form methods)."
+        )
+    if not abs(top_loss) <= MAX_LOSS:
+        raise NotApplicableError(
+            f"method 'pld' cannot hold privacy losses up to {top_loss:.4g} for {what} "
+            f"(beyond MAX_LOSS = {MAX_LOSS}, e^L overflows); use method='auto'."
+        )
+
+
 def _grid_range(pair: Pair, h: float) -> tuple[int, int]:
-    """Grid indices covering the losses of ``pair`` up to a tail mass of _TAIL."""
+    """Grid indices covering the losses of ``pair`` up to a tail mass of _TAIL.
+
+    Raises:
+        NotApplicableError: The range exceeds :data:`MAX_GRID_POINTS` or :data:`MAX_LOSS`.
+    """
     lo, hi = pair.support
     if math.isinf(hi):
         # smallest t with P(L ≥ t) ≤ _TAIL (bisection on a doubling bracket)
@@ -120,6 +156,7 @@ def _grid_range(pair: Pair, h: float) -> tuple[int, int]:
             else:
                 a = m
         lo = a
+    _check_grid((hi - lo) / h + 3, max(abs(lo), abs(hi)), f"one release ({type(pair).__name__})")
     return math.floor(lo / h) - 1, math.ceil(hi / h) + 1
 
 
@@ -299,6 +336,12 @@ def _pairs(atom: ev.Event, kind: str = "upper") -> list[Pair]:
     discrete Gaussian and sampling without replacement have lower-bound pairs only (no
     dominating pair is available for them here).
     """
+    pure = getattr(atom, "epsilon", None)  # PureDP, ApproxDP, Laplace, RR, DiscreteLaplace
+    if isinstance(pure, float) and not pure <= MAX_LOSS:
+        raise NotApplicableError(
+            f"method 'pld' cannot hold the privacy loss {pure!r} of {atom!r} (beyond "
+            f"MAX_LOSS = {MAX_LOSS}, e^L overflows); use method='auto'."
+        )
     if isinstance(atom, ev.Gaussian):
         return [GaussianPair(atom.mu)]
     if isinstance(atom, ev.Laplace):
@@ -592,8 +635,11 @@ def _compose(
     if tilt:  # the tilted masses have a heavier upper tail: the window must hold it too
         up_t = sum(k * _log_mgfs(d, h, _LAMBDAS) for d, k in spread_parts)
         hi = max(hi, float(np.min((up_t - log_tail) / _LAMBDAS)))
+    # the window grows with the count: refuse before allocating (MAX_GRID_POINTS)
+    _check_grid((hi - lo) / h + 4, 0.0, f"a composition of {sum(k for _, k in parts)} releases")
     start, stop = math.floor(lo / h) - 2, math.ceil(hi / h) + 2
     size = 1 << max(1, (stop - start).bit_length())
+    _check_grid(size, 0.0, f"a composition of {sum(k for _, k in parts)} releases")
     transforms = []
     log_magnitude = np.zeros(size // 2 + 1)
     for d, k in spread_parts:
