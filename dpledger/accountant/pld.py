@@ -438,7 +438,18 @@ def _in_parallel(tasks: list[Callable[[], Any]]) -> list[Any]:
 def _discretised(atom: ev.Event, h: float, kind: str) -> tuple[_Discrete, ...]:
     build: Callable[[Pair, float], _Discrete] = connect_the_dots if kind == "upper" else optimistic
     pairs = _pairs(atom, kind)
-    return tuple(_in_parallel([functools.partial(build, pair, h) for pair in pairs]))
+    grids = tuple(_in_parallel([functools.partial(build, pair, h) for pair in pairs]))
+    for grid in grids:
+        # overflow in a pair's formulas (extreme rates or losses) must not reach the
+        # composition as NaN or negative mass: refuse instead of guessing
+        if not (np.all(np.isfinite(grid.masses)) and np.all(grid.masses >= 0.0)) or not (
+            0.0 <= grid.infinite <= 1.0
+        ):
+            raise NotApplicableError(
+                f"method 'pld' could not discretise {atom!r} in floating point "
+                "(overflow in its loss distribution); use method='auto'."
+            )
+    return grids
 
 
 _LAMBDAS = np.logspace(-2.0, 2.3, 18)
