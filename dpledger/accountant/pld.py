@@ -302,8 +302,35 @@ def connect_the_dots(pair: Pair, h: float) -> _Discrete:
     return _Discrete(j0, masses, min(1.0, float(delta[-1])))
 
 
+def _at_most_one(d: _Discrete) -> _Discrete:
+    """Scale a lower-bound grid PLD so that its finite mass is at most 1 − (mass at ∞).
+
+    Issue 10 item 12b: quadrature leaves the total at 1 + 2e-16; the composition raises
+    it to the count's power, and the excess (k·2e-16) comes out of the inverse transform
+    as a uniform positive floor over the whole window — about 1e-19 per point, 1e-13
+    summed above ε — which the noise guard (it sees negative values only) cannot detect.
+    That spurious mass put lower bounds at δ = 1e-15 above the exact ε. Removing P-mass
+    only lowers δ, so scaling down is valid for a lower bound.
+    """
+    cap = 1.0 - d.infinite
+    total = math.fsum(d.masses)
+    if total <= cap:
+        return d
+    masses = d.masses * (cap / total)
+    while math.fsum(masses) > cap:
+        masses = masses * (1.0 - 2.0**-52)
+    return _Discrete(d.start, masses, d.infinite, d.offset)
+
+
 def optimistic(pair: Pair, h: float) -> _Discrete:
-    """Losses rounded down to the grid (a dominated coupling): for the lower bound."""
+    """Losses rounded down to the grid (a dominated coupling): for the lower bound.
+
+    The finite mass is scaled to at most 1 − (mass at ∞) (see :func:`_at_most_one`).
+    """
+    return _at_most_one(_optimistic(pair, h))
+
+
+def _optimistic(pair: Pair, h: float) -> _Discrete:
     j0, j1 = _grid_range(pair, h)
     shape = pair.monotone()
     if shape is not None:
@@ -548,12 +575,18 @@ class _Composition:
         δ(ε) ≥ δ̲_grid(ε − c) − η. The larger of this and δ̲_grid(ε) is returned.
         """
         plain = self._delta(epsilon, kind)
-        if kind != "lower" or eta <= 0 or self.offset_mean <= 0:
+        if kind != "lower":
             return plain
-        c = self.offset_mean - self.h * math.sqrt(self.steps * math.log(1 / eta) / 2)
+        c = self.shift(eta)
         if c <= 0:
             return plain
         return max(plain, self._delta(epsilon - c, kind) - eta)
+
+    def shift(self, eta: float) -> float:
+        """The Hoeffding shift c of the lower bound at failure probability ``eta`` (≤ 0: none)."""
+        if eta <= 0 or self.offset_mean <= 0:
+            return 0.0
+        return self.offset_mean - self.h * math.sqrt(self.steps * math.log(1 / eta) / 2)
 
     def _delta(self, epsilon: float, kind: str) -> float:
         # first window index with loss > ε
@@ -658,6 +691,11 @@ def _compose(
         idx = (d.start + np.arange(len(d.masses))) % size  # distinct: len(masses) ≤ size
         buffer[idx] = d.masses
         z = sp_fft.rfft(buffer, workers=-1)
+        # The zero frequency is the total mass. The transform sums it in floating point
+        # (1 + 2e-16 for a total of exactly 1); raised to the count, that excess becomes a
+        # uniform floor over the whole window that no noise guard sees (issue 10 item 12b:
+        # lower bounds above the exact ε at δ = 1e-15). Use the correctly rounded sum.
+        z[0] = math.fsum(d.masses)
         with np.errstate(divide="ignore"):
             log_magnitude += k * np.log(np.abs(z))
         transforms.append((z, k))
@@ -671,6 +709,13 @@ def _compose(
         spectrum[keep] *= z[keep] ** k
     composed = np.roll(sp_fft.irfft(spectrum, n=size, workers=-1), -(start % size))
     noise = 4 * (float(max(0.0, -composed.min())) + 1e-30)
+    # The observed noise floor sees negative errors only; errors with a positive bias
+    # (issue 10 item 12b) slip through it. A first-order bound on the transform's error
+    # per output point: the inverse transform averages the spectrum, whose entries carry
+    # a relative error of about ε_mach·(2·log₂N + Σk) (two transforms, k-th powers).
+    steps = sum(k for _, k in parts)
+    relative = 2.0**-52 * (2 * math.log2(size) + steps + 8)
+    noise = max(noise, relative * 2 * float(np.sum(np.abs(spectrum))) / size)
     composed = np.clip(composed, 0.0, None)
     if tilt:
         losses = (start + np.arange(size)) * h
@@ -720,15 +765,31 @@ class PLDSummary(Summary):
         """The guarantee of ``count`` repetitions."""
         return PLDSummary(tuple((e, k * count) for e, k in self.releases), self.grid)
 
+    def _grid_for(self, kind: str) -> float:
+        """The grid step of ``kind``: the lower bound's grid adapts to the count.
+
+        Rounding every loss down by up to h shifts a composition of K releases by up to
+        K·h; the Hoeffding correction (:meth:`_Composition.delta`) recovers the mean shift
+        but loses h·√(K·ln(1/η)/2) ≈ 5·h·√K. For long runs of small losses (low-rate
+        DP-SGD: 50,000 steps) that slack is the whole ε, so the lower bound's step shrinks
+        like 1/√K — to 1e-3/√K, at most 64 times finer than ``grid`` — keeping the slack
+        near 5e-3 while the window stays far below :data:`MAX_GRID_POINTS`.
+        """
+        if kind != "lower":
+            return self.grid
+        steps = sum(k for _, k in self.releases)
+        return min(self.grid, max(self.grid / 64, 1e-3 / math.sqrt(max(steps, 1))))
+
     def _parts(self, kind: str) -> list[list[tuple[_Discrete, int]]]:
         """The grid PLDs to compose, one list per direction."""
+        h = self._grid_for(kind)
         # a canonical order, so that equal compositions give bit-identical answers
         releases = sorted(self.releases, key=lambda item: (repr(item[0]), item[1]))
         two_sided = [(e, k) for e, k in releases if len(_pairs(e, kind)) == 2]
         one_sided = [(e, k) for e, k in releases if len(_pairs(e, kind)) == 1]
-        shared = [(_discretised(e, self.grid, kind)[0], k) for e, k in one_sided]
+        shared = [(_discretised(e, h, kind)[0], k) for e, k in one_sided]
         return [
-            shared + [(_discretised(e, self.grid, kind)[side], k) for e, k in two_sided]
+            shared + [(_discretised(e, h, kind)[side], k) for e, k in two_sided]
             for side in ((0, 1) if two_sided else (0,))
         ]
 
@@ -740,14 +801,18 @@ class PLDSummary(Summary):
         if near is not None:
             # two significant digits of λ, so that nearby queries share one composition
             for parts in self._parts(kind):
-                tilt = _saddle_tilt(parts, self.grid, near)
+                tilt = _saddle_tilt(parts, self._grid_for(kind), near)
                 tilts.append(float(f"{tilt:.2g}"))
         key = f"directions-{kind}-{window_tail!r}-{tilts!r}"
         if key not in self._cache:
             self._cache[key] = _in_parallel(
                 [
                     functools.partial(
-                        _compose, parts, self.grid, window_tail, tilts[i] if tilts else 0.0
+                        _compose,
+                        parts,
+                        self._grid_for(kind),
+                        window_tail,
+                        tilts[i] if tilts else 0.0,
                     )
                     for i, parts in enumerate(self._parts(kind))
                 ]
@@ -772,7 +837,8 @@ class PLDSummary(Summary):
         directions = self._directions("lower", 1e-16)
         rough = max(c.delta(epsilon, "lower") for c in directions)
         lower = max(c.delta(epsilon, "lower", 1e-3 * rough) for c in directions)
-        return (min(lower, upper), upper)
+        # inconsistent (a numerical failure): the trivial lower bound, never the upper one
+        return (lower if lower <= upper else 0.0, upper)
 
     def delta(self, epsilon: float) -> float:
         """Upper bound on δ(ε)."""
@@ -802,6 +868,7 @@ class PLDSummary(Summary):
         return self._upper_delta(epsilon, target)
 
     def _epsilon(self, delta: float, kind: str) -> float:
+        """Upper bound on ε(δ) (``kind="upper"``)."""
         # mass outside the window changes δ by at most this: 1e-9 of the target is enough
         tail = _window_tail_for(delta)
         result = self._solve_epsilon(self._directions(kind, tail), delta, kind)
@@ -812,12 +879,41 @@ class PLDSummary(Summary):
             result = min(result, self._solve_epsilon(tilted, delta, kind))
         return result
 
-    @staticmethod
-    def _solve_epsilon(directions: list[_Composition], delta: float, kind: str) -> float:
-        eta = 1e-3 * delta  # the lower bound's Hoeffding failure probability
+    def lower_epsilon(self, delta: float) -> float | None:
+        """A certified lower bound on ε(δ), or None where none is certified.
+
+        ε̲ is the smallest ε with δ̲(ε) ≤ δ, where δ̲ ≤ δ_true (losses rounded down, with
+        the Hoeffding correction of :meth:`_Composition.delta` at η = 1e-3·δ): below ε̲
+        the true δ exceeds the target, so the true ε(δ) ≥ ε̲. The root is rounded down by
+        1e-11 relative (the solver's tolerance is 1e-12). If δ̲ still exceeds the target
+        at the top of the window shifted by the correction, only mass at +∞ can do so
+        honestly: ∞ is returned when that mass alone exceeds δ, otherwise None (the
+        search failed — never an upper bound passed off as a lower one).
+        """
+        if not self.releases:
+            return 0.0
+        directions = self._directions("lower", _window_tail_for(delta))
+        eta = 1e-3 * delta  # the Hoeffding failure probability
 
         def excess(eps: float) -> float:
-            achieved = max(c.delta(eps, kind, eta) for c in directions)
+            achieved = max(c.delta(eps, "lower", eta) for c in directions)
+            return achieved - delta if achieved > delta else min(achieved - delta, 0.0)
+
+        if excess(0.0) <= 0:
+            return 0.0
+        # the correction evaluates δ̲ at ε − c: search up to the window's top plus c
+        top = max((c.start + len(c.masses)) * c.h + max(c.shift(eta), 0.0) for c in directions)
+        if excess(top) > 0:
+            if max(c.infinite for c in directions) > delta:
+                return math.inf
+            return None
+        root = smallest_satisfying(excess, 0.0, top, rtol=1e-12, what="epsilon")
+        return root * (1 - 1e-11)
+
+    @staticmethod
+    def _solve_epsilon(directions: list[_Composition], delta: float, kind: str) -> float:
+        def excess(eps: float) -> float:
+            achieved = max(c.delta(eps, kind) for c in directions)
             return achieved - delta if achieved > delta else min(achieved - delta, 0.0)
 
         if excess(0.0) <= 0:
@@ -827,13 +923,19 @@ class PLDSummary(Summary):
             return math.inf  # only the mass at +∞ (or the tail bound) exceeds δ
         return smallest_satisfying(excess, 0.0, top, rtol=1e-12, what="epsilon")
 
-    def epsilon_bounds(self, delta: float) -> tuple[float, float]:
-        """(lower, upper) certified bracket on ε(δ)."""
+    def epsilon_bounds(self, delta: float) -> tuple[float | None, float]:
+        """(lower, upper) certified bracket on ε(δ); lower is None where none is certified.
+
+        A lower bound above the upper one is inconsistent (a numerical failure): it is
+        reported as None, never clamped to the upper bound.
+        """
         if not self.releases:
             return (0.0, 0.0)
         upper = round_up(self._epsilon(delta, "upper"))
-        lower = self._epsilon(delta, "lower")
-        return (min(lower, upper), upper)
+        lower = self.lower_epsilon(delta)
+        if lower is None or lower > upper:
+            return (None, upper)
+        return (lower, upper)
 
     def epsilon(self, delta: float) -> float:
         """Upper bound on ε(δ)."""
@@ -884,8 +986,13 @@ class PLDAccountant(Accountant[PLDSummary]):
         return self
 
 
-def epsilon_lower_bound(event: ev.Event, delta: float, *, grid: float = DEFAULT_GRID) -> float:
+def epsilon_lower_bound(
+    event: ev.Event, delta: float, *, grid: float = DEFAULT_GRID
+) -> float | None:
     """A certified lower bound on the ε of ``event`` at ``delta``, from attained pairs.
+
+    Returns None where no lower bound is certified (the search failed numerically); a
+    returned float is a valid lower bound, never an upper bound in disguise.
 
     Available for more events than :func:`epsilon_bounds` — also for the discrete Gaussian
     (a one-dimensional integer shift) and sampling without replacement (the replaced
@@ -908,15 +1015,17 @@ def epsilon_lower_bound(event: ev.Event, delta: float, *, grid: float = DEFAULT_
         _pairs(atom, "lower")
     if delta == 0:
         raise NotApplicableError("PLD lower bounds need delta > 0.")
-    return PLDSummary(tuple(atoms.items()), grid)._epsilon(delta, "lower")
+    return PLDSummary(tuple(atoms.items()), grid).lower_epsilon(delta)
 
 
 def epsilon_bounds(
     event: ev.Event, delta: float, *, grid: float = DEFAULT_GRID
-) -> tuple[float, float]:
+) -> tuple[float | None, float]:
     """A certified (lower, upper) bracket on the ε of ``event`` at ``delta`` (PLD).
 
-    The upper end is what ``epsilon(event, delta, method="pld")`` returns.
+    The upper end is what ``epsilon(event, delta, method="pld")`` returns. The lower end
+    is None where no lower bound is certified (see :meth:`PLDSummary.lower_epsilon`); it
+    is never clamped to the upper end.
 
     Example:
         >>> from dpledger import events as ev

@@ -418,7 +418,7 @@ def _lower_epsilon(event: ev.Event, delta: float, upper: float) -> float | None:
         return accountant.epsilon(stand_in, delta, method="gdp") * (1 - 1e-9)
     try:
         # attained pairs only (also the discrete Gaussian and sampling without replacement)
-        return float(epsilon_lower_bound(stand_in, delta))
+        return epsilon_lower_bound(stand_in, delta)  # None: no certified lower bound
     except NotApplicableError:
         return None
 
