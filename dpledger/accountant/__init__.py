@@ -142,7 +142,7 @@ def _evaluate(name: str, event: Event, query: str, value: float) -> float:
     """
     try:
         summary = ACCOUNTANTS[name].summarize(event)
-        return summary.epsilon(value) if query == "epsilon" else summary.delta(value)
+        return float(summary.epsilon(value) if query == "epsilon" else summary.delta(value))
     except NotApplicableError:
         raise
     except _NUMERICAL_FAILURES as error:

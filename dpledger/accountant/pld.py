@@ -642,6 +642,7 @@ def _compose(
     h: float,
     window_tail: float = _WINDOW_TAIL,
     tilt: float = 0.0,
+    lower_kind: bool = False,
 ) -> _Composition:
     """Compose grid PLDs (with counts) by one real FFT over a Chernoff-sized window.
 
@@ -654,6 +655,9 @@ def _compose(
     error is about 1e-16 of the *largest* mass; tilting makes the masses near the loss
     of interest the largest ones, so that δ(ε) far in the tail (δ ≲ 1e-8) keeps its
     relative accuracy. Points far below are then inaccurate, and their guard says so.
+
+    ``lower_kind`` (the rounded-down PLDs of δ̲) adds a first-order bound on the
+    transform's error to the guard, which the observed negative noise alone misses.
     """
     log_z_total = 0.0
     if tilt:
@@ -709,13 +713,15 @@ def _compose(
         spectrum[keep] *= z[keep] ** k
     composed = np.roll(sp_fft.irfft(spectrum, n=size, workers=-1), -(start % size))
     noise = 4 * (float(max(0.0, -composed.min())) + 1e-30)
-    # The observed noise floor sees negative errors only; errors with a positive bias
-    # (issue 10 item 12b) slip through it. A first-order bound on the transform's error
-    # per output point: the inverse transform averages the spectrum, whose entries carry
-    # a relative error of about ε_mach·(2·log₂N + Σk) (two transforms, k-th powers).
-    steps = sum(k for _, k in parts)
-    relative = 2.0**-52 * (2 * math.log2(size) + steps + 8)
-    noise = max(noise, relative * 2 * float(np.sum(np.abs(spectrum))) / size)
+    if lower_kind:
+        # The observed noise floor sees negative errors only; errors with a positive bias
+        # (issue 10 item 12b) slip through it — harmless for δ̄ (extra mass), fatal for δ̲.
+        # A first-order bound on the transform's error per output point: the inverse
+        # transform averages the spectrum, whose entries carry a relative error of about
+        # ε_mach·(2·log₂N + Σk) (two transforms, k-th powers).
+        steps = sum(k for _, k in parts)
+        relative = 2.0**-52 * (2 * math.log2(size) + steps + 8)
+        noise = max(noise, relative * 2 * float(np.sum(np.abs(spectrum))) / size)
     composed = np.clip(composed, 0.0, None)
     if tilt:
         losses = (start + np.arange(size)) * h
@@ -813,6 +819,7 @@ class PLDSummary(Summary):
                         self._grid_for(kind),
                         window_tail,
                         tilts[i] if tilts else 0.0,
+                        kind == "lower",
                     )
                     for i, parts in enumerate(self._parts(kind))
                 ]
