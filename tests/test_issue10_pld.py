@@ -249,3 +249,34 @@ def test_failed_lower_bound_is_none_not_the_upper_bound(monkeypatch):
     monkeypatch.setattr(pld.PLDSummary, "lower_epsilon", lambda self, delta: math.inf)
     low, high = pld.epsilon_bounds(ev.Gaussian(5.0) * 10, 1e-5)
     assert low is None and math.isfinite(high)
+
+
+def test_audit_with_a_count_of_1e12_fits_in_4_gb(tmp_path):
+    """Issue 10 item 18: an audit of 1e12 DP-SGD steps answers within 4 GB (main: OOM)."""
+    declaration = tmp_path / "big.toml"
+    declaration.write_text(
+        textwrap.dedent(
+            """
+            [claim]
+            epsilon = 5.64
+            delta = 1e-5
+            adjacency = "add_remove"
+            notion = "approx_dp"
+
+            [[release]]
+            mechanism = "gaussian"
+            sigma = 1.1
+            sensitivity = 1.0
+            count = 1000000000000
+            sampling = "poisson"
+            sampling_rate = 0.01
+            """
+        )
+    )
+    _run_limited(
+        f"""
+        from dpledger.cli import main
+        code = main(["audit", {str(declaration)!r}])
+        assert code in (0, 1), code
+        """
+    )
