@@ -280,3 +280,29 @@ def test_audit_with_a_count_of_1e12_fits_in_4_gb(tmp_path):
         assert code in (0, 1), code
         """
     )
+
+
+def test_audit_does_not_call_a_true_low_rate_claim_violated():
+    """Issue 10 item 12a: claim 0.300 at δ = 1e-6 for rate 0.001, σ = 3, 50,000 steps.
+
+    The true ε is ≈ 0.2997, so the claim holds; main judged it "violated" (lower bound ∞).
+    """
+    from dpledger.audit import check_claim
+
+    report = check_claim(
+        {
+            "claim": {"epsilon": 0.3, "delta": 1e-6, "adjacency": "add_remove"},
+            "release": [
+                {
+                    "mechanism": "gaussian",
+                    "sigma": 3.0,
+                    "sensitivity": 1.0,
+                    "count": 50_000,
+                    "sampling": "poisson",
+                    "sampling_rate": 0.001,
+                }
+            ],
+        }
+    )
+    assert report.verdict != "violated"
+    assert report.epsilon_lower is not None and report.epsilon_lower <= 0.2997
