@@ -36,7 +36,9 @@ def test_reference_dpsgd():
         (DPSGD, 1e-5, 5.192584, 0.035),
         (DPSGD_SMALL, 1e-5, 1.1610147, 0.02),
         (ev.Laplace(1.0) * 100, 1e-6, 71.5460037, 0.002),
-        (ev.PureDP(1.0) * 100, 1e-6, 83.53070168, 0.002),
+        # 0.004: the lower end carries the transform-error floor (issue 10 item 12b),
+        # large for lattice PLDs whose spectrum does not decay
+        (ev.PureDP(1.0) * 100, 1e-6, 83.53070168, 0.004),
     ],
 )
 def test_bracket_is_narrow(event, delta, reference, width):
@@ -96,7 +98,9 @@ def test_discrete_gaussian_lower_bound_against_exact(sigma, shift, count):
     lower = epsilon_lower_bound(ev.DiscreteGaussian(sigma, shift) * count, 1e-6)
     upper = acc.epsilon(ev.DiscreteGaussian(sigma, shift) * count, 1e-6)
     assert lower <= exact <= upper
-    assert exact - lower <= 1e-4 * exact
+    # 5e-4: the lower end carries the transform-error floor (issue 10 item 12b), large
+    # for lattice PLDs (σ = 0.5) whose spectrum does not decay
+    assert exact - lower <= 5e-4 * exact
 
 
 @pytest.mark.parametrize(

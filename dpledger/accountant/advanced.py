@@ -99,7 +99,9 @@ class AdvancedSummary(Summary):
 
 def _one(event: ev.Event) -> AdvancedSummary:
     epsilon, delta = dp_guarantee(event)
-    return AdvancedSummary(square_up(epsilon), round_up(epsilon * math.expm1(epsilon)), delta)
+    # e^ε overflows beyond ε ≈ 709.78: the mean loss is then +∞ (a valid, vacuous bound)
+    growth = math.expm1(epsilon) if epsilon < 709.0 else math.inf
+    return AdvancedSummary(square_up(epsilon), round_up(epsilon * growth), delta)
 
 
 class AdvancedAccountant(Accountant[AdvancedSummary]):

@@ -70,6 +70,8 @@ from dpledger.errors import InvalidArgumentError, NotApplicableError
 
 __all__ = [
     "DEFAULT_GRID",
+    "MAX_GRID_POINTS",
+    "MAX_LOSS",
     "PLDAccountant",
     "PLDSummary",
     "epsilon_bounds",
@@ -92,7 +94,29 @@ def check_grid(grid: Any) -> float:
     return value
 
 
+def _sqrt_directed(value: Fraction, kind: str) -> float:
+    """√value rounded up for upper bounds, down for lower bounds (a few ulps either way)."""
+    root = math.sqrt(float(value))
+    step = math.inf if kind == "upper" else -math.inf
+    return math.nextafter(math.nextafter(root, step), step)
+
+
 """Default loss-grid step h."""
+
+MAX_GRID_POINTS = 1 << 23
+"""Largest number of grid points one PLD may allocate (a single release or a window).
+
+8,388,608 points of float64 are 64 MiB per array; a composition holds a few such arrays
+per direction, so the method stays well within 2 GB. A composition whose losses span more
+(long runs: the window grows with the count; large per-release ε) raises
+:class:`~dpledger.errors.NotApplicableError` *before* allocating, and ``method="auto"``
+answers with the methods that need no grid (RDP, GDP, …)."""
+
+MAX_LOSS = 700.0
+"""Largest privacy loss a grid may hold: e^L must stay finite in float64 (e^709.78 overflows).
+
+A release whose grid reaches beyond it is refused (:class:`NotApplicableError`); its ε is
+then far beyond any meaningful guarantee and the closed-form methods answer."""
 
 _TAIL = 1e-18  # mass left out of a single release's grid range (moved to +∞ or the bottom)
 
@@ -108,23 +132,27 @@ class _Discrete:
     offset: float = 0.0
 
 
-MAX_GRID_POINTS = 1 << 24
-"""The most grid points a PLD computation may allocate (≈ 16.8 million: about 1 GB of
-working arrays for the FFT composition). Beyond it PLD refuses (NotApplicableError) and
-``method="auto"`` answers with the methods that need no grid."""
-
-
-def _check_grid(points: int, what: str) -> None:
-    if points > MAX_GRID_POINTS:
+def _check_grid(points: float, top_loss: float, what: str) -> None:
+    """Refuse, before allocating, a grid beyond :data:`MAX_GRID_POINTS` or :data:`MAX_LOSS`."""
+    if not points <= MAX_GRID_POINTS:
         raise NotApplicableError(
-            f"method 'pld' would need {points:,} grid points for {what} (limit "
-            f"{MAX_GRID_POINTS:,}, about 1 GB of memory); use method='auto', 'gdp', 'rdp' or "
-            "'zcdp'."
+            f"method 'pld' would need {points:.3g} grid points for {what}, more than "
+            f"MAX_GRID_POINTS = {MAX_GRID_POINTS}; use a coarser grid, or method='auto' "
+            "(which then uses the closed-form methods)."
+        )
+    if not abs(top_loss) <= MAX_LOSS:
+        raise NotApplicableError(
+            f"method 'pld' cannot hold privacy losses up to {top_loss:.4g} for {what} "
+            f"(beyond MAX_LOSS = {MAX_LOSS}, e^L overflows); use method='auto'."
         )
 
 
 def _grid_range(pair: Pair, h: float) -> tuple[int, int]:
-    """Grid indices covering the losses of ``pair`` up to a tail mass of _TAIL."""
+    """Grid indices covering the losses of ``pair`` up to a tail mass of _TAIL.
+
+    Raises:
+        NotApplicableError: The range exceeds :data:`MAX_GRID_POINTS` or :data:`MAX_LOSS`.
+    """
     lo, hi = pair.support
     if math.isinf(hi):
         # smallest t with P(L ≥ t) ≤ _TAIL (bisection on a doubling bracket)
@@ -151,9 +179,8 @@ def _grid_range(pair: Pair, h: float) -> tuple[int, int]:
             else:
                 a = m
         lo = a
-    j0, j1 = math.floor(lo / h) - 1, math.ceil(hi / h) + 1
-    _check_grid(j1 - j0, "one release's privacy losses")
-    return j0, j1
+    _check_grid((hi - lo) / h + 3, max(abs(lo), abs(hi)), f"one release ({type(pair).__name__})")
+    return math.floor(lo / h) - 1, math.ceil(hi / h) + 1
 
 
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(4)
@@ -298,8 +325,35 @@ def connect_the_dots(pair: Pair, h: float) -> _Discrete:
     return _Discrete(j0, masses, min(1.0, float(delta[-1])))
 
 
+def _at_most_one(d: _Discrete) -> _Discrete:
+    """Scale a lower-bound grid PLD so that its finite mass is at most 1 − (mass at ∞).
+
+    Issue 10 item 12b: quadrature leaves the total at 1 + 2e-16; the composition raises
+    it to the count's power, and the excess (k·2e-16) comes out of the inverse transform
+    as a uniform positive floor over the whole window — about 1e-19 per point, 1e-13
+    summed above ε — which the noise guard (it sees negative values only) cannot detect.
+    That spurious mass put lower bounds at δ = 1e-15 above the exact ε. Removing P-mass
+    only lowers δ, so scaling down is valid for a lower bound.
+    """
+    cap = 1.0 - d.infinite
+    total = math.fsum(d.masses)
+    if total <= cap:
+        return d
+    masses = d.masses * (cap / total)
+    while math.fsum(masses) > cap:
+        masses = masses * (1.0 - 2.0**-52)
+    return _Discrete(d.start, masses, d.infinite, d.offset)
+
+
 def optimistic(pair: Pair, h: float) -> _Discrete:
-    """Losses rounded down to the grid (a dominated coupling): for the lower bound."""
+    """Losses rounded down to the grid (a dominated coupling): for the lower bound.
+
+    The finite mass is scaled to at most 1 − (mass at ∞) (see :func:`_at_most_one`).
+    """
+    return _at_most_one(_optimistic(pair, h))
+
+
+def _optimistic(pair: Pair, h: float) -> _Discrete:
     j0, j1 = _grid_range(pair, h)
     shape = pair.monotone()
     if shape is not None:
@@ -323,13 +377,6 @@ def optimistic(pair: Pair, h: float) -> _Discrete:
     return _Discrete(j0, masses, pair.infinite_mass, offset)
 
 
-def _sqrt_directed(value: Fraction, kind: str) -> float:
-    """√value rounded up for upper bounds, down for lower bounds (a few ulps either way)."""
-    root = math.sqrt(float(value))
-    step = math.inf if kind == "upper" else -math.inf
-    return math.nextafter(math.nextafter(root, step), step)
-
-
 def _pairs(atom: ev.Event, kind: str = "upper") -> list[Pair]:
     """The dominating pair(s) of one release; two for subsampling (remove, add).
 
@@ -339,6 +386,12 @@ def _pairs(atom: ev.Event, kind: str = "upper") -> list[Pair]:
     discrete Gaussian and sampling without replacement have lower-bound pairs only (no
     dominating pair is available for them here).
     """
+    pure = getattr(atom, "epsilon", None)  # PureDP, ApproxDP, Laplace, RR, DiscreteLaplace
+    if isinstance(pure, float) and not pure <= MAX_LOSS:
+        raise NotApplicableError(
+            f"method 'pld' cannot hold the privacy loss {pure!r} of {atom!r} (beyond "
+            f"MAX_LOSS = {MAX_LOSS}, e^L overflows); use method='auto'."
+        )
     if isinstance(atom, ev.Gaussian):
         return [GaussianPair(atom.mu)]
     if isinstance(atom, ev.Laplace):
@@ -448,7 +501,18 @@ def _in_parallel(tasks: list[Callable[[], Any]]) -> list[Any]:
 def _discretised(atom: ev.Event, h: float, kind: str) -> tuple[_Discrete, ...]:
     build: Callable[[Pair, float], _Discrete] = connect_the_dots if kind == "upper" else optimistic
     pairs = _pairs(atom, kind)
-    return tuple(_in_parallel([functools.partial(build, pair, h) for pair in pairs]))
+    grids = tuple(_in_parallel([functools.partial(build, pair, h) for pair in pairs]))
+    for grid in grids:
+        # overflow in a pair's formulas (extreme rates or losses) must not reach the
+        # composition as NaN or negative mass: refuse instead of guessing
+        if not (np.all(np.isfinite(grid.masses)) and np.all(grid.masses >= 0.0)) or not (
+            0.0 <= grid.infinite <= 1.0
+        ):
+            raise NotApplicableError(
+                f"method 'pld' could not discretise {atom!r} in floating point "
+                "(overflow in its loss distribution); use method='auto'."
+            )
+    return grids
 
 
 _LAMBDAS = np.logspace(-2.0, 2.3, 18)
@@ -547,12 +611,18 @@ class _Composition:
         δ(ε) ≥ δ̲_grid(ε − c) − η. The larger of this and δ̲_grid(ε) is returned.
         """
         plain = self._delta(epsilon, kind)
-        if kind != "lower" or eta <= 0 or self.offset_mean <= 0:
+        if kind != "lower":
             return plain
-        c = self.offset_mean - self.h * math.sqrt(self.steps * math.log(1 / eta) / 2)
+        c = self.shift(eta)
         if c <= 0:
             return plain
         return max(plain, self._delta(epsilon - c, kind) - eta)
+
+    def shift(self, eta: float) -> float:
+        """The Hoeffding shift c of the lower bound at failure probability ``eta`` (≤ 0: none)."""
+        if eta <= 0 or self.offset_mean <= 0:
+            return 0.0
+        return self.offset_mean - self.h * math.sqrt(self.steps * math.log(1 / eta) / 2)
 
     def _delta(self, epsilon: float, kind: str) -> float:
         # first window index with loss > ε
@@ -608,6 +678,7 @@ def _compose(
     h: float,
     window_tail: float = _WINDOW_TAIL,
     tilt: float = 0.0,
+    lower_kind: bool = False,
 ) -> _Composition:
     """Compose grid PLDs (with counts) by one real FFT over a Chernoff-sized window.
 
@@ -620,6 +691,9 @@ def _compose(
     error is about 1e-16 of the *largest* mass; tilting makes the masses near the loss
     of interest the largest ones, so that δ(ε) far in the tail (δ ≲ 1e-8) keeps its
     relative accuracy. Points far below are then inaccurate, and their guard says so.
+
+    ``lower_kind`` (the rounded-down PLDs of δ̲) adds a first-order bound on the
+    transform's error to the guard, which the observed negative noise alone misses.
     """
     log_z_total = 0.0
     if tilt:
@@ -645,11 +719,13 @@ def _compose(
     if tilt:  # the tilted masses have a heavier upper tail: the window must hold it too
         up_t = sum(k * _log_mgfs(d, h, _LAMBDAS) for d, k in spread_parts)
         hi = max(hi, float(np.min((up_t - log_tail) / _LAMBDAS)))
+    # the window grows with the count: refuse before allocating (MAX_GRID_POINTS)
+    _check_grid((hi - lo) / h + 4, 0.0, f"a composition of {sum(k for _, k in parts)} releases")
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise NotApplicableError("method 'pld': the composed losses have no finite window.")
     start, stop = math.floor(lo / h) - 2, math.ceil(hi / h) + 2
-    _check_grid(stop - start, "the composition's window")
     size = 1 << max(1, (stop - start).bit_length())
+    _check_grid(size, 0.0, f"a composition of {sum(k for _, k in parts)} releases")
     transforms = []
     log_magnitude = np.zeros(size // 2 + 1)
     for d, k in spread_parts:
@@ -657,6 +733,11 @@ def _compose(
         idx = (d.start + np.arange(len(d.masses))) % size  # distinct: len(masses) ≤ size
         buffer[idx] = d.masses
         z = sp_fft.rfft(buffer, workers=-1)
+        # The zero frequency is the total mass. The transform sums it in floating point
+        # (1 + 2e-16 for a total of exactly 1); raised to the count, that excess becomes a
+        # uniform floor over the whole window that no noise guard sees (issue 10 item 12b:
+        # lower bounds above the exact ε at δ = 1e-15). Use the correctly rounded sum.
+        z[0] = math.fsum(d.masses)
         with np.errstate(divide="ignore"):
             log_magnitude += k * np.log(np.abs(z))
         transforms.append((z, k))
@@ -670,6 +751,15 @@ def _compose(
         spectrum[keep] *= z[keep] ** k
     composed = np.roll(sp_fft.irfft(spectrum, n=size, workers=-1), -(start % size))
     noise = 4 * (float(max(0.0, -composed.min())) + 1e-30)
+    if lower_kind:
+        # The observed noise floor sees negative errors only; errors with a positive bias
+        # (issue 10 item 12b) slip through it — harmless for δ̄ (extra mass), fatal for δ̲.
+        # A first-order bound on the transform's error per output point: the inverse
+        # transform averages the spectrum, whose entries carry a relative error of about
+        # ε_mach·(2·log₂N + Σk) (two transforms, k-th powers).
+        steps = sum(k for _, k in parts)
+        relative = 2.0**-52 * (2 * math.log2(size) + steps + 8)
+        noise = max(noise, relative * 2 * float(np.sum(np.abs(spectrum))) / size)
     composed = np.clip(composed, 0.0, None)
     if tilt:
         losses = (start + np.arange(size)) * h
@@ -719,15 +809,31 @@ class PLDSummary(Summary):
         """The guarantee of ``count`` repetitions."""
         return PLDSummary(tuple((e, k * count) for e, k in self.releases), self.grid)
 
+    def _grid_for(self, kind: str) -> float:
+        """The grid step of ``kind``: the lower bound's grid adapts to the count.
+
+        Rounding every loss down by up to h shifts a composition of K releases by up to
+        K·h; the Hoeffding correction (:meth:`_Composition.delta`) recovers the mean shift
+        but loses h·√(K·ln(1/η)/2) ≈ 5·h·√K. For long runs of small losses (low-rate
+        DP-SGD: 50,000 steps) that slack is the whole ε, so the lower bound's step shrinks
+        like 1/√K — to 1e-3/√K, at most 64 times finer than ``grid`` — keeping the slack
+        near 5e-3 while the window stays far below :data:`MAX_GRID_POINTS`.
+        """
+        if kind != "lower":
+            return self.grid
+        steps = sum(k for _, k in self.releases)
+        return min(self.grid, max(self.grid / 64, 1e-3 / math.sqrt(max(steps, 1))))
+
     def _parts(self, kind: str) -> list[list[tuple[_Discrete, int]]]:
         """The grid PLDs to compose, one list per direction."""
+        h = self._grid_for(kind)
         # a canonical order, so that equal compositions give bit-identical answers
         releases = sorted(self.releases, key=lambda item: (repr(item[0]), item[1]))
         two_sided = [(e, k) for e, k in releases if len(_pairs(e, kind)) == 2]
         one_sided = [(e, k) for e, k in releases if len(_pairs(e, kind)) == 1]
-        shared = [(_discretised(e, self.grid, kind)[0], k) for e, k in one_sided]
+        shared = [(_discretised(e, h, kind)[0], k) for e, k in one_sided]
         return [
-            shared + [(_discretised(e, self.grid, kind)[side], k) for e, k in two_sided]
+            shared + [(_discretised(e, h, kind)[side], k) for e, k in two_sided]
             for side in ((0, 1) if two_sided else (0,))
         ]
 
@@ -739,14 +845,19 @@ class PLDSummary(Summary):
         if near is not None:
             # two significant digits of λ, so that nearby queries share one composition
             for parts in self._parts(kind):
-                tilt = _saddle_tilt(parts, self.grid, near)
+                tilt = _saddle_tilt(parts, self._grid_for(kind), near)
                 tilts.append(float(f"{tilt:.2g}"))
         key = f"directions-{kind}-{window_tail!r}-{tilts!r}"
         if key not in self._cache:
             self._cache[key] = _in_parallel(
                 [
                     functools.partial(
-                        _compose, parts, self.grid, window_tail, tilts[i] if tilts else 0.0
+                        _compose,
+                        parts,
+                        self._grid_for(kind),
+                        window_tail,
+                        tilts[i] if tilts else 0.0,
+                        kind == "lower",
                     )
                     for i, parts in enumerate(self._parts(kind))
                 ]
@@ -771,7 +882,8 @@ class PLDSummary(Summary):
         directions = self._directions("lower", 1e-16)
         rough = max(c.delta(epsilon, "lower") for c in directions)
         lower = max(c.delta(epsilon, "lower", 1e-3 * rough) for c in directions)
-        return (min(lower, upper), upper)
+        # inconsistent (a numerical failure): the trivial lower bound, never the upper one
+        return (lower if lower <= upper else 0.0, upper)
 
     def delta(self, epsilon: float) -> float:
         """Upper bound on δ(ε)."""
@@ -801,6 +913,7 @@ class PLDSummary(Summary):
         return self._upper_delta(epsilon, target)
 
     def _epsilon(self, delta: float, kind: str) -> float:
+        """Upper bound on ε(δ) (``kind="upper"``)."""
         # mass outside the window changes δ by at most this: 1e-9 of the target is enough
         tail = _window_tail_for(delta)
         result = self._solve_epsilon(self._directions(kind, tail), delta, kind)
@@ -811,54 +924,63 @@ class PLDSummary(Summary):
             result = min(result, self._solve_epsilon(tilted, delta, kind))
         return result
 
-    @staticmethod
-    def _solve_epsilon(directions: list[_Composition], delta: float, kind: str) -> float:
-        eta = 1e-3 * delta  # the lower bound's Hoeffding failure probability
+    def lower_epsilon(self, delta: float) -> float | None:
+        """A certified lower bound on ε(δ), or None where none is certified.
+
+        ε̲ is the smallest ε with δ̲(ε) ≤ δ, where δ̲ ≤ δ_true (losses rounded down, with
+        the Hoeffding correction of :meth:`_Composition.delta` at η = 1e-3·δ): below ε̲
+        the true δ exceeds the target, so the true ε(δ) ≥ ε̲. The root is rounded down by
+        1e-11 relative (the solver's tolerance is 1e-12). If δ̲ still exceeds the target
+        at the top of the window shifted by the correction, only mass at +∞ can do so
+        honestly: ∞ is returned when that mass alone exceeds δ, otherwise None (the
+        search failed — never an upper bound passed off as a lower one).
+        """
+        if not self.releases:
+            return 0.0
+        directions = self._directions("lower", _window_tail_for(delta))
+        eta = 1e-3 * delta  # the Hoeffding failure probability
 
         def excess(eps: float) -> float:
-            achieved = max(c.delta(eps, kind, eta) for c in directions)
+            achieved = max(c.delta(eps, "lower", eta) for c in directions)
+            return achieved - delta if achieved > delta else min(achieved - delta, 0.0)
+
+        if excess(0.0) <= 0:
+            return 0.0
+        # the correction evaluates δ̲ at ε − c: search up to the window's top plus c
+        top = max((c.start + len(c.masses)) * c.h + max(c.shift(eta), 0.0) for c in directions)
+        if excess(top) > 0:
+            if max(c.infinite for c in directions) > delta:
+                return math.inf
+            return None
+        root = smallest_satisfying(excess, 0.0, top, rtol=1e-12, what="epsilon")
+        return root * (1 - 1e-11)
+
+    @staticmethod
+    def _solve_epsilon(directions: list[_Composition], delta: float, kind: str) -> float:
+        def excess(eps: float) -> float:
+            achieved = max(c.delta(eps, kind) for c in directions)
             return achieved - delta if achieved > delta else min(achieved - delta, 0.0)
 
         if excess(0.0) <= 0:
             return 0.0
         top = max((c.start + len(c.masses)) * c.h for c in directions)
         if excess(top) > 0:
-            if kind == "lower":
-                # the lower δ(ε) exceeds δ on the whole window: that proves ε ≥ top and
-                # nothing more (never ∞: the window does not see beyond its end)
-                return max(0.0, top)
             return math.inf  # only the mass at +∞ (or the tail bound) exceeds δ
         return smallest_satisfying(excess, 0.0, top, rtol=1e-12, what="epsilon")
 
-    def lower_epsilon(self, delta: float) -> float:
-        """A certified lower bound on ε(δ); 0.0 (the trivial bound) when none is certified.
+    def epsilon_bounds(self, delta: float) -> tuple[float | None, float]:
+        """(lower, upper) certified bracket on ε(δ); lower is None where none is certified.
 
-        Never clamped to the upper bound: a lower bound that fails, is not finite, or lies
-        above the upper bound (which would prove a numerical defect in one of them) is
-        dropped — "no certified lower bound" — rather than passed on.
+        A lower bound above the upper one is inconsistent (a numerical failure): it is
+        reported as None, never clamped to the upper bound.
         """
-        if not self.releases or delta >= 1:
-            return 0.0
-        try:
-            lower = self._epsilon(delta, "lower")
-        except (ArithmeticError, ValueError):
-            return 0.0
-        try:
-            upper = self._epsilon(delta, "upper")
-        except NotApplicableError:
-            upper = math.inf  # lower-only pairs (attained, not dominating): nothing to compare
-        except (ArithmeticError, ValueError):
-            return 0.0
-        if not (math.isfinite(lower) and lower <= upper):
-            return 0.0
-        return lower
-
-    def epsilon_bounds(self, delta: float) -> tuple[float, float]:
-        """(lower, upper) certified bracket on ε(δ); the lower end 0.0 if none is certified."""
         if not self.releases:
             return (0.0, 0.0)
         upper = round_up(self._epsilon(delta, "upper"))
-        return (self.lower_epsilon(delta), upper)
+        lower = self.lower_epsilon(delta)
+        if lower is None or lower > upper:
+            return (None, upper)
+        return (lower, upper)
 
     def epsilon(self, delta: float) -> float:
         """Upper bound on ε(δ)."""
@@ -909,11 +1031,13 @@ class PLDAccountant(Accountant[PLDSummary]):
         return self
 
 
-def epsilon_lower_bound(event: ev.Event, delta: float, *, grid: float = DEFAULT_GRID) -> float:
+def epsilon_lower_bound(
+    event: ev.Event, delta: float, *, grid: float = DEFAULT_GRID
+) -> float | None:
     """A certified lower bound on the ε of ``event`` at ``delta``, from attained pairs.
 
-    Returns 0.0 — the trivial bound, i.e. "no certified lower bound" — when the lower
-    construction fails or is inconsistent with the upper bound; never a clamped value.
+    Returns None where no lower bound is certified (the search failed numerically); a
+    returned float is a valid lower bound, never an upper bound in disguise.
 
     Available for more events than :func:`epsilon_bounds` — also for the discrete Gaussian
     (a one-dimensional integer shift) and sampling without replacement (the replaced
@@ -941,10 +1065,12 @@ def epsilon_lower_bound(event: ev.Event, delta: float, *, grid: float = DEFAULT_
 
 def epsilon_bounds(
     event: ev.Event, delta: float, *, grid: float = DEFAULT_GRID
-) -> tuple[float, float]:
+) -> tuple[float | None, float]:
     """A certified (lower, upper) bracket on the ε of ``event`` at ``delta`` (PLD).
 
-    The upper end is what ``epsilon(event, delta, method="pld")`` returns.
+    The upper end is what ``epsilon(event, delta, method="pld")`` returns. The lower end
+    is None where no lower bound is certified (see :meth:`PLDSummary.lower_epsilon`); it
+    is never clamped to the upper end.
 
     Example:
         >>> from dpledger import events as ev

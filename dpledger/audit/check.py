@@ -464,11 +464,12 @@ def _lower_epsilon(event: ev.Event, delta: float, upper: float) -> float | None:
         # far more than that margin
         return exact[1] * (1 - 1e-9)
     try:
-        # attained pairs only (also the discrete Gaussian and sampling without replacement)
-        lower = float(epsilon_lower_bound(stand_in, delta))
+        # attained pairs only (also the discrete Gaussian and sampling without replacement);
+        # None where the lower construction certifies nothing
+        lower = epsilon_lower_bound(stand_in, delta)
     except NotApplicableError:
         return None
-    return lower if lower > 0 else None
+    return lower if lower is not None and lower > 0 else None
 
 
 def _delta_curve(event: ev.Event, epsilons: list[float]) -> list[float]:
