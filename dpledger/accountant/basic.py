@@ -55,6 +55,10 @@ def amplify_by_subsampling(epsilon: float, delta: float, rate: float) -> tuple[f
         return epsilon, delta
     if math.isinf(epsilon):
         return math.inf, rate * delta
+    if epsilon > 700:
+        # log(1 + γ(e^ε − 1)) = ε + log(γ + (1 − γ)e^{−ε}): no overflow
+        amplified = epsilon + math.log(rate + (1 - rate) * math.exp(-epsilon))
+        return round_up(amplified), float_up(Fraction(rate) * Fraction(delta))
     return round_up(math.log1p(rate * math.expm1(epsilon))), float_up(
         Fraction(rate) * Fraction(delta)
     )

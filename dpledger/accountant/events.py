@@ -22,8 +22,9 @@ Example:
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from dpledger._numerics import div_down, div_up
@@ -95,8 +96,29 @@ class Event:
 
     __rmul__ = __mul__
 
+    def __repr__(self) -> str:
+        """``Name(field=value, ...)``, as a dataclass shows it, to a bounded depth.
 
-@dataclass(frozen=True)
+        Never recurses past :data:`_REPR_DEPTH` levels: a 3,000-deep ``Repeated`` has a
+        repr, not a RecursionError.
+        """
+        depth = getattr(_REPR_STATE, "depth", 0)
+        if depth >= _REPR_DEPTH:
+            return f"{type(self).__name__}(…)"
+        _REPR_STATE.depth = depth + 1
+        try:
+            shown = fields(self)  # type: ignore[arg-type]
+            parts = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in shown)
+        finally:
+            _REPR_STATE.depth = depth
+        return f"{type(self).__name__}({parts})"
+
+
+_REPR_DEPTH = 20
+_REPR_STATE = threading.local()
+
+
+@dataclass(frozen=True, repr=False)
 class Gaussian(Event):
     """Additive Gaussian noise N(0, σ²) on each coordinate of a statistic.
 
@@ -126,7 +148,7 @@ class Gaussian(Event):
         return div_up(self.sensitivity, self.sigma)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Laplace(Event):
     """Additive Laplace noise with scale ``b`` on each coordinate of a statistic.
 
@@ -150,7 +172,7 @@ class Laplace(Event):
         return div_up(self.sensitivity, self.scale)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DiscreteLaplace(Event):
     """Discrete Laplace noise, P[z] ∝ exp(−|z|/t), added to an integer-valued statistic.
 
@@ -180,7 +202,7 @@ class DiscreteLaplace(Event):
         return div_up(self.sensitivity, self.scale)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DiscreteGaussian(Event):
     """Discrete Gaussian noise N_Z(0, σ²) on each coordinate of an integer-valued statistic.
 
@@ -211,7 +233,7 @@ class DiscreteGaussian(Event):
         return div_up(self.sensitivity, self.sigma)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PureDP(Event):
     """A release known to be ε-differentially private (and nothing more)."""
 
@@ -221,7 +243,7 @@ class PureDP(Event):
         _set(self, "epsilon", check_nonnegative("epsilon", self.epsilon))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BoundedRange(Event):
     """An ε-bounded-range release, such as the exponential mechanism with parameter ε.
 
@@ -238,7 +260,7 @@ class BoundedRange(Event):
         _set(self, "epsilon", check_nonnegative("epsilon", self.epsilon))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ApproxDP(Event):
     """A release known to be (ε, δ)-differentially private (and nothing more)."""
 
@@ -250,7 +272,7 @@ class ApproxDP(Event):
         _set(self, "delta", check_probability("delta", self.delta))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ZCDP(Event):
     """A release known to be (ξ, ρ)-zero-concentrated DP: D_α ≤ ξ + ρα for all α > 1.
 
@@ -265,7 +287,7 @@ class ZCDP(Event):
         _set(self, "xi", check_nonnegative("xi", self.xi))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class MCDP(Event):
     """A release known to be (μ, τ)-mean-concentrated DP (Dwork & Rothblum 2016, Def. 3.1).
 
@@ -280,7 +302,7 @@ class MCDP(Event):
         _set(self, "tau", check_nonnegative("tau", self.tau))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RandomizedResponse(Event):
     """k-ary randomized response: report the true category w.p. e^ε/(e^ε + k − 1).
 
@@ -318,7 +340,7 @@ class RandomizedResponse(Event):
         return cls(epsilon=math.log(p) - math.log(q), categories=k)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Repeated(Event):
     """The same release made ``count`` times (possibly adaptively chosen inputs)."""
 
@@ -330,7 +352,7 @@ class Repeated(Event):
         _set(self, "count", check_int_at_least("count", self.count, 1))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Composed(Event):
     """Several releases on the same data, in sequence (adaptive composition)."""
 
@@ -376,7 +398,7 @@ def _refuse_nested(inner: Event, other: type, outer: str) -> None:
             stack.extend(current.events)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PoissonSampled(Event):
     """``event`` run on a Poisson subsample: each record is kept independently w.p. ``rate``.
 
@@ -401,7 +423,7 @@ class PoissonSampled(Event):
             )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SampledWithoutReplacement(Event):
     """``event`` run on a uniformly random subset of ``sample_size`` of ``population`` records.
 

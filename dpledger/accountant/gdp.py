@@ -90,6 +90,13 @@ def gdp_log_delta(epsilon: float, mu: float) -> float:
         return -math.inf
     if math.isinf(mu):
         return 0.0
+    a = mu / 2 - epsilon / mu
+    if a < -40.0:
+        # far tail: δ(ε) ≤ Φ(a) ≤ φ(a)/|a| (Mills' ratio), an upper bound in closed form —
+        # the exact forms overflow here (ε/μ up to 1e300), and their value is below 1e-348
+        if a < -1e150:
+            return -1e300  # exp underflows; gdp_delta still reports a positive δ
+        return -(a * a) / 2 - math.log(-a) - 0.5 * math.log(2 * math.pi) + 1e-12
     if mu < 1e-2:
         return _log_delta_mpmath(epsilon, mu)
     a = mu / 2 - epsilon / mu
@@ -111,8 +118,15 @@ def gdp_log_delta(epsilon: float, mu: float) -> float:
 
 
 def gdp_delta(epsilon: float, mu: float) -> float:
-    """Return the exact δ(ε) of a μ-GDP mechanism, rounded up (DRS19, Cor. 2.13)."""
-    return min(1.0, round_up(math.exp(gdp_log_delta(epsilon, mu))))
+    """Return the exact δ(ε) of a μ-GDP mechanism, rounded up (DRS19, Cor. 2.13).
+
+    Never 0 for μ > 0 and finite ε (a Gaussian is never pure DP): a δ below the smallest
+    float is reported as 5e-324.
+    """
+    value = min(1.0, round_up(math.exp(gdp_log_delta(epsilon, mu))))
+    if value == 0.0 and mu > 0 and not math.isinf(epsilon):
+        return 5e-324
+    return value
 
 
 _HUGE_MU = 1e6

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from dpledger._validation import check_choice, check_probability, check_real
+from dpledger._validation import check_choice, check_positive, check_probability, check_real
 from dpledger.accountant import events as ev
 from dpledger.calibrate import mechanism as calibrated_mechanism
 from dpledger.errors import BudgetExceededError, InvalidArgumentError, InvalidArgumentTypeError
@@ -174,6 +174,10 @@ class _Plan:
                 "pass `share=` (the fraction of the ledger's remaining budget this query may "
                 "use, in (0, 1]) or `epsilon=` (and `delta=`) for the query's own guarantee."
             )
+        if share is not None:
+            share = check_probability("share", share, low_open=True, high_open=False)
+        if epsilon is not None:
+            epsilon = check_positive("epsilon", epsilon)
         self.share = share
         self.items: list[tuple[np.ndarray, bool, float, float, str]] = []
 

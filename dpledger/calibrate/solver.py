@@ -45,6 +45,21 @@ class LegacyFormulaWarning(UserWarning):
     """A textbook formula was used outside the range where it is proved."""
 
 
+_MAX_COUNT = 2**63 - 1
+"""The largest ``count`` a calibration accepts (a documented limit; accounting has none)."""
+
+
+def check_count(count: Any) -> int:
+    """``count`` as an int in [1, 2⁶³ − 1]."""
+    value = check_int_at_least("count", count, 1)
+    if value > _MAX_COUNT:
+        raise InvalidArgumentError(
+            f"`count` must be at most 2**63 − 1 for a calibration. Found an integer of "
+            f"{len(str(value))} digits."
+        )
+    return value
+
+
 def _target(epsilon: Any, delta: Any) -> tuple[float, float]:
     epsilon = check_positive("epsilon", epsilon)
     delta = check_probability("delta", delta)
@@ -177,7 +192,7 @@ def gaussian_sigma(
         117.9729
     """
     sensitivity = check_positive("sensitivity", sensitivity)
-    count = check_int_at_least("count", count, 1)
+    count = check_count(count)
     epsilon, delta = _target(epsilon, delta)
     if delta == 0:
         raise InvalidArgumentError(
@@ -249,7 +264,7 @@ def discrete_gaussian_sigma(
     conversion. Tight numerical accounting (PLD) will tighten this.
     """
     sensitivity = check_positive("sensitivity", sensitivity)
-    count = check_int_at_least("count", count, 1)
+    count = check_count(count)
     epsilon, delta = _target(epsilon, delta)
     guess = sensitivity * math.sqrt(2 * count * math.log(1.25 / max(delta, 1e-300))) / epsilon
     return solve(
@@ -272,7 +287,7 @@ def _pure_noise_scale(
 ) -> float:
     """Smallest scale of ``count`` releases of a (discrete) Laplace-type event."""
     sensitivity = check_positive("sensitivity", sensitivity)
-    count = check_int_at_least("count", count, 1)
+    count = check_count(count)
     epsilon, delta = _target(epsilon, delta)
     return solve(
         lambda b: event_type(b, sensitivity) * count,
@@ -363,7 +378,7 @@ def mechanism(
         2.0
     """
     factory = check_callable("factory", factory)
-    count = check_int_at_least("count", count, 1)
+    count = check_count(count)
     p = solve(
         lambda q: factory(q).event * count,
         epsilon=epsilon,

@@ -743,13 +743,13 @@ class Ledger:
             >>> ledger.fits(mech)
             1000
         """
-        from dpledger._validation import check_int_at_least
-
         if not callable(factory):
             raise InvalidArgumentTypeError(
                 f"`factory` must be a callable noise -> mechanism. Found {factory!r}."
             )
-        count = check_int_at_least("count", count, 1)
+        from dpledger.calibrate.solver import check_count
+
+        count = check_count(count)
         share = check_probability("share", share, low_open=True, high_open=False)
 
         def event_of(p: float) -> ev.Event:

@@ -76,7 +76,13 @@ class Mechanism(abc.ABC, metaclass=_FrozenAfterInit):
 
 def as_vector(value: Any, dimension: int, *, integer: bool = False) -> np.ndarray:
     """Validate a release input: a finite scalar or 1-D array with ``dimension`` entries."""
-    array = np.asarray(value, dtype=np.int64 if integer else float)
+    try:
+        array = np.asarray(value, dtype=np.int64 if integer else float)
+    except (TypeError, ValueError, OverflowError) as error:
+        kind = "integers" if integer else "numbers"
+        raise InvalidArgumentError(
+            f"`value` must be {kind} (a scalar or a 1-D array). Found a {type(value).__name__}."
+        ) from error
     if integer and not np.array_equal(array, np.asarray(value)):
         raise InvalidArgumentError(f"`value` must be integer-valued. Found {value!r}.")
     flat = array.reshape(-1)
