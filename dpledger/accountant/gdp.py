@@ -68,7 +68,10 @@ def _log_delta_mpmath(epsilon: float, mu: float) -> float:
         value = mpmath.ncdf(m / 2 - e / m) - mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
         if value <= 0:
             return -math.inf
-        return min(0.0, float(mpmath.log(value)) + 1e-14)
+        log_value = float(mpmath.log(value))
+        # a margin relative to |log δ| (an absolute 1e-14 is below one ulp of log δ for
+        # |log δ| ≳ 64, issue 10 item 20), plus the absolute one
+        return min(0.0, log_value + abs(log_value) * 2.0**-48 + 1e-14)
 
 
 def gdp_log_delta(epsilon: float, mu: float) -> float:

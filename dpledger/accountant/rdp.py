@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
+import mpmath
 import numpy as np
 from scipy import optimize, special
 
@@ -108,14 +109,30 @@ def rdp_randomized_response(alpha: float, epsilon: float, categories: int = 2) -
     if epsilon == 0:
         return 0.0
     log_norm = float(np.logaddexp(epsilon, math.log(categories - 1)))
-    log_p, log_q = epsilon - log_norm, -log_norm
-    log_terms = [
-        alpha * log_p + (1 - alpha) * log_q,
-        alpha * log_q + (1 - alpha) * log_p,
-    ]
+    log_q = -log_norm
+    # p^α q^{1−α} = q e^{αε} and q^α p^{1−α} = q e^{(1−α)ε} (log p − log q = ε exactly):
+    # written so, the terms do not cancel inside (α log p + (1−α) log q does, for large α)
+    log_terms = [alpha * epsilon, (1 - alpha) * epsilon]
     if categories > 2:
-        log_terms.append(math.log(categories - 2) + log_q)
-    return min(epsilon, float(special.logsumexp(log_terms)) / (alpha - 1))
+        log_terms.append(math.log(categories - 2))
+    log_sum = log_q + float(special.logsumexp(log_terms))
+    # float error of the terms and of logsumexp, added so that the float path is an upper
+    # bound; where it would be loose (the sum is 1 + tiny: cancellation), 50 digits
+    error = 16 * 2.0**-52 * (max(abs(t) for t in log_terms) + abs(log_q) + 1.0)
+    if log_sum < 1e-3 or error > 1e-6 * log_sum:
+        # the sum is 1 + tiny: in floats the tiny part cancels (relative errors up to 1 %
+        # at ε ~ 1e-6, α ~ 1.001, below the exact value: issue 10 item 20). 50 digits.
+        with mpmath.workdps(50):
+            e, a = mpmath.mpf(epsilon), mpmath.mpf(alpha)
+            norm = mpmath.exp(e) + (categories - 1)
+            p, q = mpmath.exp(e) / norm, 1 / norm
+            total = p**a * q ** (1 - a) + q**a * p ** (1 - a) + (categories - 2) * q
+            exact = mpmath.log1p(total - 1) / (a - 1)
+        value = float(exact)
+        if mpmath.mpf(value) < exact:
+            value = math.nextafter(value, math.inf)
+        return min(epsilon, value)
+    return min(epsilon, round_up((log_sum + error) / (alpha - 1)))
 
 
 def rdp_pure_dp(alpha: float, epsilon: float) -> float:
@@ -389,7 +406,8 @@ class RDPSummary(Summary):
         curves = self._curves
 
         def total(alpha: float) -> float:
-            return math.fsum(count * c(alpha) for c, count in curves)
+            # each curve is an upper bound; the sum is rounded up (never below the terms)
+            return round_up(math.fsum(count * c(alpha) for c, count in curves))
 
         return total
 
