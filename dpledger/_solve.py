@@ -67,11 +67,30 @@ def smallest_satisfying(
             f"target is exceeded by {f_hi!r} in log space)",
             bracket=(lo, hi),
         )
-    root = float(
-        optimize.brentq(
-            lambda x: _finite(excess(x)), lo, hi, xtol=xtol, rtol=max(rtol, 8.9e-16), maxiter=500
+    try:
+        root = float(
+            optimize.brentq(
+                lambda x: _finite(excess(x)),
+                lo,
+                hi,
+                xtol=xtol,
+                rtol=max(rtol, 8.9e-16),
+                maxiter=500,
+            )
         )
-    )
+    except RuntimeError:
+        # Brent did not converge (extreme scales): bisect, keeping excess(safe) <= 0, so
+        # the value returned is still verified safe (never a raw RuntimeError).
+        unsafe, safe = lo, hi
+        for _ in range(2200):
+            mid = unsafe + (safe - unsafe) / 2
+            if mid in (unsafe, safe):
+                break
+            if excess(mid) <= 0:
+                safe = mid
+            else:
+                unsafe = mid
+        return safe
     # Safe-side step: re-evaluate, and walk up by growing relative steps if needed.
     # the root is within ~rtol of the boundary: start stepping at a fraction of that scale
     # (fine enough to stay within rtol of the smallest safe x, few doublings to reach it)

@@ -314,3 +314,40 @@ def test_randomized_response_rdp_is_never_below_exact():
     event = ev.PureDP(2.5546e-4) * 2
     eps = acc.epsilon(event, 4.03e-6, method="rdp")
     assert eps >= acc.epsilon(event, 4.03e-6, method="optimal") * (1 - 1e-9)
+
+
+def test_optimal_composition_never_zero_below_last_atom():
+    """Issue 10 item 20: optimal composition returned δ = 0 one ulp below the last atom.
+
+    Reference: the exact δ(ε) = Σₗ C(k, l) pᵏ⁻ˡ qˡ (1 − e^{ε − (k − 2l)ε₀})⁺ of k-fold
+    ε₀-randomized response (Kairouz, Oh & Viswanath 2015), at 50 digits. (Test and fix
+    from the numerics helper branch.)
+    """
+    import random
+    from fractions import Fraction
+
+    from dpledger.accountant.optimal import OptimalAccountant
+
+    rng = random.Random(1)
+    checked = 0
+    for _ in range(300):
+        e0, k = rng.uniform(0.01, 2.0), rng.randint(1, 30)
+        eps = math.nextafter(math.fsum([e0] * k), 0.0)
+        if Fraction(eps) >= Fraction(e0) * k:
+            continue
+        value = OptimalAccountant.summarize(ev.PureDP(e0) * k).delta(eps)
+        with mpmath.workdps(50):
+            m0, me = mpmath.mpf(e0), mpmath.mpf(eps)
+            p, q = mpmath.exp(m0) / (1 + mpmath.exp(m0)), 1 / (1 + mpmath.exp(m0))
+            exact = mpmath.fsum(
+                mpmath.binomial(k, j)
+                * p ** (k - j)
+                * q**j
+                * (1 - mpmath.exp(me - (k - 2 * j) * m0))
+                for j in range(k + 1)
+                if (k - 2 * j) * m0 > me
+            )
+            assert exact > 0
+            assert mpmath.mpf(value) >= exact
+        checked += 1
+    assert checked > 100

@@ -28,12 +28,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy import special
 
-from dpledger._numerics import round_up
+from dpledger._numerics import float_up, round_up
 from dpledger._solve import smallest_satisfying
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
@@ -86,6 +87,13 @@ def optimal_composition_delta(
     """
     log_fail = math.log(-math.expm1(log_keep)) if log_keep < 0 else -math.inf
     values, log_probs, magnitude = _loss_distribution(groups)
+    # Each loss value is a float sum over the groups of (kᵢ − 2lᵢ)εᵢ: one rounding per
+    # product and per addition, each at most half an ulp of the total Σkᵢεᵢ. Raise every
+    # value by that bound so none lands at or below ε when the exact one is above it
+    # (issue 10 item 20: δ = 0 one ulp below the last atom). A larger loss only enlarges
+    # δ(ε) = Σ p(v)(1 − e^{ε−v})⁺, so the result stays an upper bound.
+    total = math.fsum(e * k for e, k in groups)
+    values = values + (len(groups) + 2) * _ULP * total
     above = values > epsilon
     if not np.any(above):
         return log_fail
@@ -149,12 +157,14 @@ class OptimalSummary(Summary):
             return math.inf
         if -math.expm1(self._log_keep) >= delta and self._log_keep < 0:
             return math.inf
-        hi = math.fsum(e * k for e, k in self._groups)
+        hi = float_up(sum((Fraction(e) * k for e, k in self._groups), Fraction(0)))
         if delta == 0:
-            return round_up(hi)
+            return hi  # Σ kᵢεᵢ exactly, rounded up once (basic composition is then exact)
         log_target = math.log(delta)
+        # Bracket above every raised loss value (see optimal_composition_delta): δ = 0 there.
+        top = math.nextafter(hi + (len(self._groups) + 3) * _ULP * hi, math.inf)
         result = smallest_satisfying(
-            lambda e: self._log_delta(e) - log_target, 0.0, hi, what="epsilon"
+            lambda e: self._log_delta(e) - log_target, 0.0, top, what="epsilon"
         )
         return round_up(result)
 
