@@ -142,7 +142,9 @@ def test_bad_release_inputs():
     with pytest.raises(InvalidArgumentError, match="symmetric"):
         mech.SymmetricGaussian(1.0, dimension=2).release(np.array([[1.0, 2.0], [0.0, 1.0]]))
     with pytest.raises(InvalidArgumentTypeError, match="`rng`"):
-        mech.Laplace(1.0).release(1.0, rng=42)
+        mech.Laplace(1.0).release(1.0, rng="42")
+    # an int seed is accepted (issue 11): reproducible draws
+    assert mech.Laplace(1.0).release(1.0, rng=42) == mech.Laplace(1.0).release(1.0, rng=42)
     with pytest.raises(InvalidArgumentError, match="`norm`"):
         mech.KNorm(1.0, norm="l3")
 

@@ -169,7 +169,7 @@ def test_pld_refuses_beyond_its_grid_limit():
 
     with pytest.raises(NotApplicableError, match="MAX_GRID_POINTS"):
         acc.epsilon(ev.Laplace(1.0) * 10**12, 1e-5, method="pld")
-    assert MAX_GRID_POINTS == 1 << 23
+    assert MAX_GRID_POINTS == 1 << 24
 
 
 # -- item 19: no hangs --------------------------------------------------------------------------

@@ -52,8 +52,11 @@ def test_pure_dp_curve_matches_sinh_form(epsilon, alpha):
         e, a = mpmath.mpf(epsilon), mpmath.mpf(alpha)
         expected = mpmath.log((mpmath.sinh(a * e) - mpmath.sinh((a - 1) * e)) / mpmath.sinh(e))
         expected = float(expected / (a - 1))
-    assert rdp_pure_dp(alpha, epsilon) == pytest.approx(expected, rel=1e-12)
-    assert rdp_pure_dp(alpha, epsilon) <= epsilon
+    # never below the exact value; above it only by the bounded float error (issue 10
+    # item 20 adds that bound instead of rounding to nearest)
+    value = rdp_pure_dp(alpha, epsilon)
+    assert expected * (1 - 1e-15) <= value <= expected * (1 + 1e-10)
+    assert value <= epsilon
 
 
 @pytest.mark.parametrize("k", [2, 3, 10])
@@ -155,13 +158,13 @@ def test_sampling_without_replacement_curve():
     sampled = ev.SampledWithoutReplacement(inner, 100, 10_000)
     curve, inner_curve = rdp_curve(sampled), rdp_curve(inner)
     for alpha in [1.5, 2.0, 2.5, 7.0, 31.7]:
-        assert curve(alpha) <= inner_curve(alpha) + 1e-15
+        assert curve(alpha) <= inner_curve(alpha) * (1 + 1e-12)
     # between integer orders the chord of (α−1)R(α) is used
     k3, k4 = 2 * curve(3.0), 3 * curve(4.0)
-    assert curve(3.5) == pytest.approx((0.5 * k3 + 0.5 * k4) / 2.5, rel=1e-14)
+    assert curve(3.5) == pytest.approx((0.5 * k3 + 0.5 * k4) / 2.5, rel=1e-12)
     # full-population sampling is the inner mechanism
     whole = rdp_curve(ev.SampledWithoutReplacement(inner, 10, 10))
-    assert whole(3.0) == inner_curve(3.0)
+    assert whole(3.0) == pytest.approx(inner_curve(3.0), rel=1e-12)
 
 
 def test_conversion_round_trip():

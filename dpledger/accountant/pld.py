@@ -103,10 +103,10 @@ def _sqrt_directed(value: Fraction, kind: str) -> float:
 
 """Default loss-grid step h."""
 
-MAX_GRID_POINTS = 1 << 23
+MAX_GRID_POINTS = 1 << 24
 """Largest number of grid points one PLD may allocate (a single release or a window).
 
-8,388,608 points of float64 are 64 MiB per array; a composition holds a few such arrays
+16,777,216 points of float64 are 128 MiB per array; a composition holds a few such arrays
 per direction, so the method stays well within 2 GB. A composition whose losses span more
 (long runs: the window grows with the count; large per-release ε) raises
 :class:`~dpledger.errors.NotApplicableError` *before* allocating, and ``method="auto"``
