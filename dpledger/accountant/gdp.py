@@ -100,6 +100,12 @@ def gdp_log_delta(epsilon: float, mu: float) -> float:
         if a < -1e150:
             return -1e300  # exp underflows; gdp_delta still reports a positive δ
         return -(a * a) / 2 - math.log(-a) - 0.5 * math.log(2 * math.pi) + 1e-12
+    if mu < 1e-30:
+        # δ(ε) ≤ Φ(μ/2 − ε/μ) − Φ(−μ/2 − ε/μ) (e^ε ≥ 1) = P(Z in an interval of length μ)
+        # ≤ μ·φ(max(0, ε/μ − μ/2)): a closed-form upper bound, far below any useful δ here
+        # (mpmath would need 30 + |log₁₀ μ| digits)
+        x = max(0.0, epsilon / mu - mu / 2)
+        return min(0.0, math.log(mu) - 0.5 * math.log(2 * math.pi) - x * x / 2 + 1e-12)
     if mu < 1e-2:
         return _log_delta_mpmath(epsilon, mu)
     a = mu / 2 - epsilon / mu
@@ -126,6 +132,8 @@ def gdp_delta(epsilon: float, mu: float) -> float:
     Never 0 for μ > 0 and finite ε (a Gaussian is never pure DP): a δ below the smallest
     float is reported as 5e-324.
     """
+    epsilon = check_nonnegative("epsilon", epsilon, allow_inf=True)
+    mu = check_nonnegative("mu", mu, allow_inf=True)
     value = min(1.0, round_up(math.exp(gdp_log_delta(epsilon, mu))))
     if value == 0.0 and mu > 0 and not math.isinf(epsilon):
         return 5e-324

@@ -826,6 +826,11 @@ class PLDSummary(Summary):
 
     def _parts(self, kind: str) -> list[list[tuple[_Discrete, int]]]:
         """The grid PLDs to compose, one list per direction."""
+        if sum(k for _, k in self.releases) > 2**53:
+            raise NotApplicableError(
+                "method 'pld' composes at most 2**53 releases (the counts enter float "
+                "arithmetic); use method='auto', 'gdp', 'rdp' or 'zcdp'."
+            )
         h = self._grid_for(kind)
         # a canonical order, so that equal compositions give bit-identical answers
         releases = sorted(self.releases, key=lambda item: (repr(item[0]), item[1]))

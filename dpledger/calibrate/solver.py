@@ -131,6 +131,9 @@ def solve(
     epsilon, delta = _target(epsilon, delta)
     method = check_choice("method", method, accountant.METHODS)
     initial = check_positive("initial", initial)
+    rtol = check_positive("rtol", rtol)
+    if rtol > 0.1:
+        raise InvalidArgumentError(f"`rtol` must be at most 0.1. Found {rtol!r}.")
     excess = _excess_function(make_event, epsilon, delta, method)
 
     def safe_excess(p: float) -> float:
@@ -214,6 +217,20 @@ def gaussian_sigma(
             guess *= max(rate, 1e-3)
         return solve(
             make, epsilon=epsilon, delta=delta, method=method, initial=guess, parameter="sigma"
+        )
+    if epsilon < 1e-8:
+        # at such ε the Rényi order scan reaches orders where each evaluation costs
+        # O(α); subsampling only helps (the subsampled release is at least as private),
+        # so the exact σ of the unsampled releases is a valid, safe answer
+        return solve(
+            lambda s: (
+                ev.Gaussian(s, sensitivity) * count if count > 1 else ev.Gaussian(s, sensitivity)
+            ),
+            epsilon=epsilon,
+            delta=delta,
+            method="auto",
+            initial=guess,
+            parameter="sigma",
         )
     # Subsampled, "auto": RDP is valid and cheap, so its σ brackets the answer from above;
     # PLD (tighter) then refines inside the bracket, a few evaluations only.
@@ -440,7 +457,7 @@ def gaussian_sigmas(
     ]
     if not deltas:
         raise InvalidArgumentError("`sensitivities` must not be empty. Found [].")
-    shares = weights if weights is not None else [1.0] * len(deltas)
+    shares = check_reals("weights", weights) if weights is not None else [1.0] * len(deltas)
     if len(shares) != len(deltas):
         raise InvalidArgumentError(
             f"`weights` must have one weight per sensitivity ({len(deltas)}). Found {len(shares)}."

@@ -146,14 +146,36 @@ def _as_event(item: Any, epsilon: Any, delta: Any) -> ev.Event:
             "pass either an event/mechanism or `epsilon=`/`delta=`, not both."
         )
     if isinstance(item, ev.Event):
-        return item
+        return _recordable(item)
     event = getattr(item, "event", None)
     if isinstance(event, ev.Event):
-        return event
+        return _recordable(event)
     raise InvalidArgumentTypeError(
         "spend() takes a privacy event, a mechanism (anything with an `.event`), or "
         f"epsilon=/delta=. Found {item!r} of type {type(item).__name__}."
     )
+
+
+MAX_RECORDED_DEPTH = 100
+"""The deepest event tree a ledger records (receipts store events as nested JSON)."""
+
+
+def _recordable(event: ev.Event) -> ev.Event:
+    """``event`` if its tree is at most :data:`MAX_RECORDED_DEPTH` deep (checked iteratively)."""
+    stack = [(event, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if depth > MAX_RECORDED_DEPTH:
+            raise InvalidArgumentError(
+                f"the event is nested more than {MAX_RECORDED_DEPTH} levels deep; a ledger "
+                "records events as receipts and cannot store it. Compose it flat: "
+                "event * count, or Composed((...))."
+            )
+        if isinstance(current, (ev.Repeated, ev.PoissonSampled, ev.SampledWithoutReplacement)):
+            stack.append((current.event, depth + 1))
+        elif isinstance(current, ev.Composed):
+            stack.extend((child, depth + 1) for child in current.events)
+    return event
 
 
 def _check_adjacency(event: ev.Event, adjacency: str) -> None:
@@ -330,8 +352,14 @@ class Ledger:
                 f"`path` must be a str or pathlib.Path. Found {type(path).__name__}."
             )
         path = Path(path)
-        if not path.exists():
-            raise InvalidArgumentError(f"`path` does not exist: {str(path)!r}.")
+        try:
+            exists = path.exists()
+        except OSError as error:
+            raise InvalidArgumentError(
+                f"`path` is not usable: {error.strerror or error}. Found {str(path)[:80]!r}."
+            ) from error
+        if not exists:
+            raise InvalidArgumentError(f"`path` does not exist: {str(path)[:200]!r}.")
         if key is not None and not isinstance(key, bytes):
             raise InvalidArgumentTypeError(f"`key` must be bytes. Found {type(key).__name__}.")
         store = LedgerStore(path, key, readonly=bool(readonly))

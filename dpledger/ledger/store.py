@@ -184,13 +184,20 @@ class LedgerStore:
         self.path = Path(path)
         self._key = key
         self.readonly = readonly
-        if self.path.is_dir():
+        try:
+            is_dir, is_file = self.path.is_dir(), self.path.is_file()
+            parent_ok = self.path.parent.is_dir()
+        except OSError as error:
+            raise InvalidArgumentError(
+                f"`path` is not usable: {error.strerror or error}. Found {str(self.path)[:80]!r}."
+            ) from error
+        if is_dir:
             raise InvalidArgumentError(
                 f"`path` must be a ledger file, not a directory. Found {str(self.path)!r}."
             )
-        if readonly and not self.path.is_file():
+        if readonly and not is_file:
             raise InvalidArgumentError(f"`path` does not exist: {str(self.path)!r}.")
-        if not readonly and not self.path.parent.is_dir():
+        if not readonly and not parent_ok:
             raise InvalidArgumentError(
                 f"the directory of `path` does not exist: {str(self.path.parent)!r}."
             )
