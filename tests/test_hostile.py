@@ -9,9 +9,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpledger as dpl
+from dpledger import accountant, calibrate, mechanisms
+from dpledger import events as ev
+from dpledger.errors import DPLedgerError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,3 +54,45 @@ def test_hostile_inputs_full(tmp_path):
     failures, summary = _sweep("full", tmp_path)
     assert summary["cases"] > 2000
     assert failures == [], failures[:20]
+
+
+# -- the same contract, with values drawn by hypothesis ----------------------------------------
+
+hostile_values = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(10**400), max_value=10**400),
+    st.fractions(),
+    st.builds(Fraction, st.integers(-(10**400), 10**400), st.integers(1, 10**400)),
+    st.floats(allow_nan=True).map(np.float64),
+    st.integers(-(2**62), 2**62).map(np.int64),
+    st.none(),
+    st.text(max_size=5),
+    st.booleans(),
+    st.lists(st.floats(), max_size=3),
+)
+
+TARGETS = [
+    lambda v: accountant.epsilon(ev.Gaussian(v) * 3, 1e-5),
+    lambda v: accountant.delta(ev.Laplace(v), 1.0),
+    lambda v: accountant.epsilon(ev.PureDP(1.0) * 3, v),
+    lambda v: accountant.epsilon(ev.PoissonSampled(ev.Gaussian(1.0), v) * 10, 1e-5),
+    lambda v: accountant.gaussian_epsilon(1e-5, v),
+    lambda v: accountant.zcdp_to_approx_dp(v, 1e-6),
+    lambda v: calibrate.gaussian_sigma(v, 1e-5),
+    lambda v: calibrate.laplace_scale(v, count=2),
+    lambda v: mechanisms.Gaussian(v),
+    lambda v: mechanisms.RandomizedResponse(v, 3),
+    lambda v: dpl.Ledger(v, 1e-6),
+    lambda v: dpl.Ledger(1.0, 1e-6).spend(epsilon=v),
+    lambda v: dpl.Ledger(1.0, 1e-6).release(mechanisms.Gaussian(40.0), v),
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(range(len(TARGETS))), hostile_values)
+def test_hostile_values_drawn_by_hypothesis(index, value):
+    """Any value: an answer or a dpledger error (a ValueError/TypeError subclass)."""
+    try:
+        TARGETS[index](value)
+    except DPLedgerError as error:
+        assert isinstance(error, (ValueError, TypeError))
