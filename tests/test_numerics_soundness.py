@@ -128,7 +128,7 @@ def test_pure_dp_to_gdp_is_never_low(epsilon):
 
 def test_method_failing_on_an_event_is_reported_not_raised():
     """Issue 10 item 16: an explicit method that fails numerically gives a clear refusal."""
-    with pytest.raises(NotApplicableError, match=r"numerically|cannot"):
+    with pytest.raises(NotApplicableError, match=r"numerically|cannot|at most"):
         acc.epsilon(ev.PureDP(1e-200) * 10**400, 1e-5, method="pld")
 
 
