@@ -33,6 +33,7 @@ HMAC with a key), and everything is verified on open.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 import threading
@@ -40,8 +41,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
+from dpledger._format import up as fmt_up
 from dpledger._validation import check_choice, check_nonnegative, check_positive, check_probability
 from dpledger.accountant import METHODS
 from dpledger.accountant import events as ev
@@ -194,6 +196,12 @@ def _check_adjacency(event: ev.Event, adjacency: str) -> None:
             stack.append(current.event)
         elif isinstance(current, ev.Composed):
             stack.extend(current.events)
+
+
+def _shown_down(budget: Budget) -> Budget:
+    """The same budget, printed rounded down (what remains must not look larger)."""
+    shown: Budget = dataclasses.replace(cast(Any, budget), rounding="down")
+    return shown
 
 
 def _check_label(label: Any) -> str | None:
@@ -466,7 +474,7 @@ class Ledger:
         charge = filt.cost(event)
         total = filt.add(before, charge)
         if not filt.fits(total):
-            remaining = filt.budget(filt.remaining(before))
+            remaining = _shown_down(filt.budget(filt.remaining(before)))
             requested = filt.budget(filt.shown(charge))
             raise BudgetExceededError(
                 filt.refusal(requested, remaining),
@@ -967,7 +975,8 @@ class Ledger:
         """What the budget still allows, in the ledger's currency."""
         with self._lock:
             filt, total = self._state.filter, self._state.total
-            return filt.budget(filt.remaining(total))
+            # printed rounded down: what remains must not look larger than it is
+            return _shown_down(filt.budget(filt.remaining(total)))
 
     @property
     def receipts(self) -> tuple[Receipt, ...]:
@@ -1105,7 +1114,7 @@ class Ledger:
         where = f", path={str(self._store.path)!r}" if self._store is not None else ""
         return (
             f"Ledger(epsilon={self.epsilon!r}, delta={self.delta!r}, accountant="
-            f"{self.accountant!r}{where}; spent ({eps:.6g}, {delta:g}), "
+            f"{self.accountant!r}{where}; spent ({fmt_up(eps)}, {delta:g}), "
             f"{len(self._receipts)} receipts)"
         )
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import abc
 import bisect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -161,6 +161,12 @@ class Budget(abc.ABC):
     def __str__(self) -> str:
         return repr(self)
 
+    def _num(self, value: float) -> str:
+        """A printed amount: rounded up (a charge, a total), or down if it is what remains."""
+        from dpledger._format import down, up
+
+        return down(value) if getattr(self, "rounding", "up") == "down" else up(value)
+
     def __le__(self, other: object) -> bool:
         if not isinstance(other, Budget) or other.currency != self.currency:
             return NotImplemented
@@ -178,6 +184,7 @@ class ApproxDPBudget(Budget):
 
     epsilon: float
     delta: float
+    rounding: str = field(default="up", compare=False, repr=False)
     currency: ClassVar[str] = "approx_dp"
 
     def as_tuple(self) -> Charge:
@@ -189,7 +196,7 @@ class ApproxDPBudget(Budget):
         return self.epsilon if self.delta <= delta else math.inf
 
     def __str__(self) -> str:
-        return f"(ε={self.epsilon:.6g}, δ={self.delta:.6g})"
+        return f"(ε={self._num(self.epsilon)}, δ={self._num(self.delta)})"
 
 
 @dataclass(frozen=True)
@@ -197,6 +204,7 @@ class ZCDPBudget(Budget):
     """ρ of zero-concentrated DP."""
 
     rho: float
+    rounding: str = field(default="up", compare=False, repr=False)
     currency: ClassVar[str] = "zcdp"
 
     def as_tuple(self) -> Charge:
@@ -208,7 +216,7 @@ class ZCDPBudget(Budget):
         return 0.0 if self.rho == 0 else zcdp_to_approx_dp(self.rho, delta)
 
     def __str__(self) -> str:
-        return f"ρ={self.rho:.6g} (zCDP)"
+        return f"ρ={self._num(self.rho)} (zCDP)"
 
 
 @dataclass(frozen=True)
@@ -216,6 +224,7 @@ class GDPBudget(Budget):
     """μ of Gaussian DP (stored as μ², which adds)."""
 
     mu_squared: float
+    rounding: str = field(default="up", compare=False, repr=False)
     currency: ClassVar[str] = "gdp"
 
     @property
@@ -232,7 +241,7 @@ class GDPBudget(Budget):
         return 0.0 if self.mu_squared == 0 else gdp_epsilon(delta, round_up(self.mu))
 
     def __str__(self) -> str:
-        return f"μ={self.mu:.6g} (Gaussian DP)"
+        return f"μ={self._num(self.mu)} (Gaussian DP)"
 
 
 @dataclass(frozen=True)
@@ -241,6 +250,7 @@ class RDPBudget(Budget):
 
     order: float
     value: float
+    rounding: str = field(default="up", compare=False, repr=False)
     currency: ClassVar[str] = "rdp"
 
     def as_tuple(self) -> Charge:
@@ -256,7 +266,7 @@ class RDPBudget(Budget):
         return round_up(max(0.0, eps))
 
     def __str__(self) -> str:
-        return f"R(α={self.order:.4g})={self.value:.6g} (Rényi DP)"
+        return f"R(α={self.order:.4g})={self._num(self.value)} (Rényi DP)"
 
 
 @dataclass(frozen=True)
@@ -264,6 +274,7 @@ class ScheduleBudget(Budget):
     """Releases of a planned schedule (the currency of a planned ledger)."""
 
     releases: float
+    rounding: str = field(default="up", compare=False, repr=False)
     currency: ClassVar[str] = "plan"
 
     def as_tuple(self) -> Charge:
