@@ -959,7 +959,7 @@ class Ledger:
     def budget(self) -> Budget:
         """The whole budget in the ledger's currency."""
         filt = self._state.filter
-        return filt.budget(filt.limit())
+        return _shown_down(filt.budget(filt.limit()))
 
     @property
     def spent(self) -> tuple[float, float]:
