@@ -372,27 +372,36 @@ class Ledger:
             raise InvalidArgumentTypeError(f"`key` must be bytes. Found {type(key).__name__}.")
         store = LedgerStore(path, key, readonly=bool(readonly))
         try:
-            config = store.read_config()
-            ledger = cls.__new__(cls)
-            try:
-                ledger._setup(
-                    config.get("epsilon"),
-                    config.get("delta"),
-                    config.get("accountant"),
-                    config.get("adjacency"),
-                    config.get("order"),
-                    key,
-                )
-            except DPLedgerError as error:
-                raise LedgerIntegrityError(
-                    f"{str(path)!r}: the stored ledger configuration is invalid: {error}"
-                ) from error
+            ledger = cls._from_config(store.read_config(), key, f"{str(path)!r}: the stored")
             ledger._attach(store)
         except BaseException:
             store.close()
             raise
         if expect_head is not None:
             ledger._check_expected_head(expect_head)
+        return ledger
+
+    @classmethod
+    def _from_config(cls, config: dict[str, Any], key: Any, where: str) -> Ledger:
+        """A ledger with a stored or exported configuration (not yet attached to a file)."""
+        ledger = cls.__new__(cls)
+        try:
+            ledger._setup(
+                config.get("epsilon"),
+                config.get("delta"),
+                config.get("accountant"),
+                config.get("adjacency"),
+                config.get("order"),
+                key,
+            )
+        except InvalidArgumentTypeError:
+            if key is not None and not isinstance(key, bytes):
+                raise  # the caller's key, not the configuration
+            raise LedgerIntegrityError(f"{where} ledger configuration is invalid.") from None
+        except DPLedgerError as error:
+            raise LedgerIntegrityError(
+                f"{where} ledger configuration is invalid: {error}"
+            ) from error
         return ledger
 
     def _check_expected_head(self, expect_head: Any) -> None:
@@ -1049,20 +1058,7 @@ class Ledger:
         config, receipts = data["config"], data["receipts"]
         if not isinstance(config, dict) or not isinstance(receipts, list):
             raise LedgerIntegrityError("the ledger export is malformed.")
-        ledger = cls.__new__(cls)
-        try:
-            ledger._setup(
-                config.get("epsilon"),
-                config.get("delta"),
-                config.get("accountant"),
-                config.get("adjacency"),
-                config.get("order"),
-                key,
-            )
-        except InvalidArgumentTypeError:
-            raise
-        except DPLedgerError as error:
-            raise LedgerIntegrityError(f"the exported configuration is invalid: {error}") from error
+        ledger = cls._from_config(config, key, "the exported")
         if canonical(config) != canonical(ledger._stored_config()):
             raise LedgerIntegrityError("the ledger configuration in `data` does not verify.")
         try:
