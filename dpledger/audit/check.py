@@ -371,6 +371,23 @@ def _release_event(release: Release, claim: Claim, findings: list[str]) -> tuple
             assert rate is not None
             epochs = max(1, math.ceil(count * rate - 1e-9))
         kind = "shuffled" if release.sampling == "shuffled" else "fixed"
+        if kind == "fixed" and claim.adjacency == "add_remove":
+            # Without a shuffle, where the added record lands is the adversary's choice:
+            # inserted first, it shifts every later record by one slot, so *every* batch
+            # differs by one substitution — one release per step, not per epoch.
+            findings.append(
+                f"{name}: fixed (unshuffled) batches under add/remove — an added record can "
+                "shift every later record into the next batch, so every step's batch may "
+                f"differ by a substitution: accounted as all {count} steps, without "
+                "amplification (no amplification theorem covers fixed batches)."
+            )
+            return (base * count if count > 1 else base), True
+        # A shuffle couples the neighbours so that they differ in at most one slot per
+        # epoch: the added record takes a uniformly random slot and its occupant is left
+        # out (or the added record itself is left out). By joint convexity of the
+        # hockey-stick divergence over that coupling, each epoch is at most one release of
+        # one substitution; with a fixed partition under replace-one the replaced record is
+        # likewise in one batch per epoch.
         findings.append(
             f"{name}: {kind} batches have no amplification theorem (the amplification "
             "results are for Poisson sampling or sampling without replacement, and shuffled "
