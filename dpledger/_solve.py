@@ -6,6 +6,12 @@ as a function of ε, or of σ); find the smallest ``x`` in ``[lo, hi]`` with
 *re-evaluated*: if float rounding left it on the wrong side, it is stepped up until
 the condition holds. The answer therefore always satisfies the condition as
 evaluated; it is never "close enough on either side".
+
+When no safe value exists in the bracket it raises :class:`NoSafeValueError`, a neutral
+internal error: an accountant's inversion maps it to ``NotApplicableError`` (its
+``_evaluate`` isolates arithmetic failures), a calibration to ``CalibrationError``, a
+filter's construction to ``InvalidArgumentError`` — each caller says what failed in its
+own terms.
 """
 
 from __future__ import annotations
@@ -15,11 +21,21 @@ from collections.abc import Callable
 
 from scipy import optimize
 
-from dpledger.errors import CalibrationError
-
-__all__ = ["smallest_satisfying"]
+__all__ = ["NoSafeValueError", "smallest_satisfying"]
 
 _BIG = 1e300
+
+
+class NoSafeValueError(ArithmeticError):
+    """No value in the bracket satisfies the condition (internal; callers map it).
+
+    Attributes:
+        bracket: The (lo, hi) searched.
+    """
+
+    def __init__(self, message: str, bracket: tuple[float, float]) -> None:
+        super().__init__(message)
+        self.bracket = bracket
 
 
 def _finite(value: float) -> float:
@@ -46,7 +62,7 @@ def smallest_satisfying(
     Args:
         excess: Continuous, non-increasing function; ``excess(x) <= 0`` means "x is safe".
         lo: Lower end of the search. Returned as is if it is already safe.
-        hi: Upper end; must be safe, otherwise ``CalibrationError`` is raised.
+        hi: Upper end; must be safe, otherwise :class:`NoSafeValueError` is raised.
         rtol: Relative tolerance of the root.
         xtol: Absolute tolerance of the root.
         what: Name of the parameter, for error messages.
@@ -56,13 +72,13 @@ def smallest_satisfying(
         the smallest such ``x``.
 
     Raises:
-        CalibrationError: ``hi`` is not safe, or no safe value could be confirmed.
+        NoSafeValueError: ``hi`` is not safe, or no safe value could be confirmed.
     """
     if excess(lo) <= 0:
         return lo
     f_hi = excess(hi)
     if f_hi > 0:
-        raise CalibrationError(
+        raise NoSafeValueError(
             f"no {what} in [{lo!r}, {hi!r}] meets the target (at {what} = {hi!r} the "
             f"target is exceeded by {f_hi!r} in log space)",
             bracket=(lo, hi),
@@ -102,6 +118,6 @@ def smallest_satisfying(
             return x
         x = min(hi, x + step)
         step *= 2.0
-    raise CalibrationError(
+    raise NoSafeValueError(
         f"could not confirm a safe {what} near {root!r} in [{lo!r}, {hi!r}]", bracket=(lo, hi)
     )

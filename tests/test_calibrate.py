@@ -155,7 +155,10 @@ def test_laplace_with_delta_meets_target_and_beats_pure(epsilon, delta, count):
 
 def test_discrete_calibrations_meet_target():
     sigma = calibrate.discrete_gaussian_sigma(1.0, 1e-6, 2.0, count=10)
-    assert acc.delta(ev.DiscreteGaussian(sigma, 2.0) * 10, 1.0) <= 1e-6
+    assert acc.delta(ev.DiscreteGaussian(sigma, 2.0, dimension=1) * 10, 1.0) <= 1e-6
+    vector = calibrate.discrete_gaussian_sigma(1.0, 1e-6, 2.0, count=10, dimension=None)
+    assert acc.delta(ev.DiscreteGaussian(vector, 2.0) * 10, 1.0) <= 1e-6
+    assert vector > sigma  # the exact 1-D profile is tighter than the zCDP route
     scale = calibrate.discrete_laplace_scale(0.5, count=4)
     assert acc.epsilon(ev.DiscreteLaplace(scale) * 4, 0.0) <= 0.5
 
@@ -166,6 +169,36 @@ def test_solve_reports_bracket_when_unreachable():
         calibrate.solve(lambda p: ev.ApproxDP(1 / p, 0.1), epsilon=1.0, delta=1e-3)
     assert excinfo.value.bracket is not None
     assert "noise parameter" in str(excinfo.value)
+
+
+def test_one_discrete_gaussian_calibration():
+    # the function and calibrate.mechanism calibrate the same event: one answer
+    for dimension in (1, 3):
+        sigma = calibrate.discrete_gaussian_sigma(1.0, 1e-6, count=4, dimension=dimension)
+        mech = calibrate.mechanism(
+            lambda s, d=dimension: mechanisms.DiscreteGaussian(s, dimension=d),
+            epsilon=1.0,
+            delta=1e-6,
+            count=4,
+        )
+        assert sigma == pytest.approx(mech.sigma, rel=1e-6)
+        assert acc.epsilon(mech.event * 4, 1e-6) <= 1.0
+
+
+def test_mechanism_calibrates_to_a_ledger():
+    from dpledger import Ledger
+
+    ledger = Ledger(1.0, 1e-6)
+    mech = calibrate.mechanism(lambda s: mechanisms.DiscreteGaussian(s), ledger=ledger, count=4)
+    for _ in range(4):
+        ledger.spend(mech)
+    assert ledger.spent[0] >= 0.99
+    with pytest.raises(InvalidArgumentError, match="omit `epsilon`"):
+        calibrate.mechanism(lambda s: mechanisms.Laplace(s), ledger=ledger, epsilon=1.0)
+    with pytest.raises(InvalidArgumentError, match="or a `ledger`"):
+        calibrate.mechanism(lambda s: mechanisms.Laplace(s), epsilon=1.0)
+    with pytest.raises(InvalidArgumentError, match="with a `ledger` only"):
+        calibrate.mechanism(lambda s: mechanisms.Laplace(s), epsilon=1.0, delta=0.0, share=0.5)
 
 
 def test_mechanism_calibrates_its_own_event():

@@ -39,7 +39,7 @@ import mpmath
 from scipy import special
 
 from dpledger._numerics import mul_up, ratio_squared_up, round_up, square_up, sum_up
-from dpledger._solve import smallest_satisfying
+from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_nonnegative, check_positive, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
@@ -175,7 +175,10 @@ def gdp_epsilon(delta: float, mu: float) -> float:
     def excess(eps: float) -> float:
         return gdp_log_delta(eps, mu) - log_target
 
-    return round_up(smallest_satisfying(excess, 0.0, hi, what="epsilon"))
+    try:
+        return round_up(smallest_satisfying(excess, 0.0, hi, what="epsilon"))
+    except NoSafeValueError:
+        return round_up(hi)  # the bracket's safe end is itself a valid upper bound
 
 
 def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> float:

@@ -35,7 +35,7 @@ import numpy as np
 from scipy import special
 
 from dpledger._numerics import float_up, round_up
-from dpledger._solve import smallest_satisfying
+from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.accountant.basic import BasicAccountant, dp_guarantee
@@ -163,9 +163,12 @@ class OptimalSummary(Summary):
         log_target = math.log(delta)
         # Bracket above every raised loss value (see optimal_composition_delta): δ = 0 there.
         top = math.nextafter(hi + (len(self._groups) + 3) * _ULP * hi, math.inf)
-        result = smallest_satisfying(
-            lambda e: self._log_delta(e) - log_target, 0.0, top, what="epsilon"
-        )
+        try:
+            result = smallest_satisfying(
+                lambda e: self._log_delta(e) - log_target, 0.0, top, what="epsilon"
+            )
+        except NoSafeValueError as error:
+            raise NotApplicableError(f"the optimal-composition inversion failed: {error}") from None
         return round_up(result)
 
 

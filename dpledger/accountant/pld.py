@@ -51,7 +51,7 @@ import numpy as np
 from scipy import fft as sp_fft
 
 from dpledger._numerics import round_up
-from dpledger._solve import smallest_satisfying
+from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_int_at_least, check_positive, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
@@ -957,7 +957,10 @@ class PLDSummary(Summary):
             if max(c.infinite for c in directions) > delta:
                 return math.inf
             return None
-        root = smallest_satisfying(excess, 0.0, top, rtol=1e-12, what="epsilon")
+        try:
+            root = smallest_satisfying(excess, 0.0, top, rtol=1e-12, what="epsilon")
+        except NoSafeValueError:
+            return None  # no lower bound could be confirmed: none is reported
         return root * (1 - 1e-11)
 
     @staticmethod
@@ -971,7 +974,10 @@ class PLDSummary(Summary):
         top = max((c.start + len(c.masses)) * c.h for c in directions)
         if excess(top) > 0:
             return math.inf  # only the mass at +∞ (or the tail bound) exceeds δ
-        return smallest_satisfying(excess, 0.0, top, rtol=1e-12, what="epsilon")
+        try:
+            return smallest_satisfying(excess, 0.0, top, rtol=1e-12, what="epsilon")
+        except NoSafeValueError as error:
+            raise NotApplicableError(f"the PLD inversion for ε failed: {error}") from None
 
     def epsilon_bounds(self, delta: float) -> tuple[float | None, float]:
         """(lower, upper) certified bracket on ε(δ); lower is None where none is certified.

@@ -529,6 +529,36 @@ def _minimise_over_order(objective: Callable[[float], float]) -> tuple[float, fl
     return best_alpha, best_value
 
 
+def conversion_offset(alpha: float, log_delta: float) -> float:
+    """ε − R(α) in the Rényi → (ε, δ) conversion at order α (Balle et al. 2020, Thm 21).
+
+    A mechanism with Rényi divergence R at order α > 1 is (R + offset, δ)-DP with
+    offset = log(1 − 1/α) − (log δ + log α)/(α − 1). The one place this conversion is
+    written: :func:`rdp_to_epsilon`, the ledger's Rényi and zCDP filters and their
+    budgets all use it (directly or through the two helpers below).
+
+    Args:
+        alpha: The order, > 1.
+        log_delta: log δ (δ in (0, 1)).
+    """
+    return math.log1p(-1 / alpha) - (log_delta + math.log(alpha)) / (alpha - 1)
+
+
+def epsilon_at_order(value: float, alpha: float, delta: float) -> float:
+    """ε certified at δ by Rényi divergence ``value`` at order ``alpha`` (rounded up)."""
+    if value == 0:
+        return 0.0
+    return round_up(max(0.0, value + conversion_offset(alpha, math.log(delta))))
+
+
+def budget_at_order(epsilon: float, alpha: float, delta: float) -> float:
+    """The Rényi divergence at order ``alpha`` that converts to exactly (ε, δ).
+
+    Not rounded: a caller that uses it as a budget settles it downwards itself.
+    """
+    return epsilon - conversion_offset(alpha, math.log(delta))
+
+
 def rdp_to_epsilon(curve: Curve, delta: float) -> float:
     """Smallest ε over α > 1 of the RDP → (ε, δ) conversion of Balle et al. 2020, Thm 21.
 
@@ -544,7 +574,7 @@ def rdp_to_epsilon(curve: Curve, delta: float) -> float:
 
     def objective(alpha: float) -> float:
         r = _safe_eval(curve, alpha)
-        return r + math.log1p(-1 / alpha) - (log_delta + math.log(alpha)) / (alpha - 1)
+        return r + conversion_offset(alpha, log_delta)
 
     _, value = _minimise_over_order(objective)
     return round_up(max(0.0, value))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from dpledger import accountant
 from dpledger._numerics import round_up
-from dpledger._solve import smallest_satisfying
+from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import (
     check_callable,
     check_choice,
@@ -20,7 +20,12 @@ from dpledger._validation import (
     check_reals,
 )
 from dpledger.accountant import events as ev
-from dpledger.errors import CalibrationError, InvalidArgumentError, NotApplicableError
+from dpledger.errors import (
+    CalibrationError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    NotApplicableError,
+)
 from dpledger.mechanisms.base import Mechanism
 
 __all__ = [
@@ -160,7 +165,43 @@ def solve(
     lo = hi / 2.0
     while lo > 1e-300 and safe_excess(lo) <= 0:
         hi, lo = lo, lo / 2.0
-    return smallest_satisfying(safe_excess, lo, hi, rtol=rtol, what=parameter)
+    found = _root(safe_excess, lo, hi, rtol, parameter)
+    return _meets_both_ways(make_event, found, epsilon, delta, method)
+
+
+def _root(excess: Callable[[float], float], lo: float, hi: float, rtol: float, what: str) -> float:
+    """:func:`smallest_satisfying`, its failure reported as a :class:`CalibrationError`."""
+    try:
+        return smallest_satisfying(excess, lo, hi, rtol=rtol, what=what)
+    except NoSafeValueError as error:
+        raise CalibrationError(str(error), bracket=error.bracket) from None
+
+
+def _meets_both_ways(
+    make_event: Callable[[float], ev.Event], p: float, epsilon: float, delta: float, method: str
+) -> float:
+    """``p`` stepped up (by a few ulps at most) until ε(δ) ≤ ε also holds as evaluated.
+
+    A calibration is solved on δ(ε) ≤ δ; the inverse query ε(δ) rounds its own root up,
+    so at the boundary it can read a few ulps above ε. A user checking the answer either
+    way must see it meet the target, so the noise is nudged until both queries agree.
+    """
+    if delta == 0:
+        return p  # solved on ε itself
+    found, step = p, 2.0**-48
+    for _ in range(40):
+        event = make_event(p)
+        try:
+            # δ(ε) is re-checked too: at the ulp level it need not be monotone in p
+            if accountant.epsilon(event, delta, method=method) <= epsilon and (
+                p == found or accountant.delta(event, epsilon, method=method) <= delta
+            ):
+                return p
+        except NotApplicableError:
+            return found  # no ε(δ) query here: δ(ε) ≤ δ is what this method certifies
+        p *= 1.0 + step
+        step *= 2.0
+    return found  # δ(ε) ≤ δ, the calibrated condition, holds at the solver's answer
 
 
 def gaussian_sigma(
@@ -268,29 +309,59 @@ def gaussian_sigma(
             break
         lo *= 0.9
     # 2e-5 relative: well inside the 1e-4 the calibration promises for numerical methods
-    return smallest_satisfying(excess, lo, sigma_rdp, rtol=2e-5, what="sigma")
+    found = _root(excess, lo, sigma_rdp, 2e-5, "sigma")
+    return _meets_both_ways(make, found, epsilon, delta, "pld")
 
 
 def discrete_gaussian_sigma(
-    epsilon: float, delta: float, sensitivity: float = 1.0, *, count: int = 1, method: str = "auto"
+    epsilon: float,
+    delta: float,
+    sensitivity: float = 1.0,
+    *,
+    count: int = 1,
+    dimension: int | None = 1,
+    method: str = "auto",
 ) -> float:
-    """Smallest σ for ``count`` discrete Gaussian releases to be (ε, δ)-DP (zCDP/RDP route).
+    """Smallest σ for ``count`` discrete Gaussian releases to be (ε, δ)-DP.
 
-    The discrete Gaussian on integer-valued statistics is (Δ²/(2σ²))-zCDP (Canonne, Kamath
-    & Steinke 2020); its (ε, δ) profile is therefore converted with the tight RDP
-    conversion. Tight numerical accounting (PLD) will tighten this.
+    Calibrates exactly the event :class:`~dpledger.mechanisms.DiscreteGaussian` releases
+    (``sigma``, ``sensitivity``, ``dimension``), so this and
+    ``calibrate.mechanism(lambda s: DiscreteGaussian(s, sensitivity, dimension=d), ...)``
+    give the same σ and a ledger charges exactly what was calibrated. With
+    ``dimension=1`` the tightest method is the exact one-dimensional privacy loss
+    distribution of the discrete Gaussian (PLD, upper bound); for vectors
+    (``dimension > 1``, or ``None`` for any) it is the (Δ²/(2σ²))-zCDP bound of Canonne,
+    Kamath & Steinke 2020 (Thm 14/15) converted by the tight Rényi conversion.
+
+    Args:
+        epsilon: Target ε > 0.
+        delta: Target δ in [0, 1).
+        sensitivity: L2 sensitivity of the integer-valued statistic.
+        count: Number of releases.
+        dimension: Coordinates per release (``None``: any number).
+        method: Accounting method.
+
+    Example:
+        >>> from dpledger import calibrate, mechanisms
+        >>> s = calibrate.discrete_gaussian_sigma(1.0, 1e-6, count=4)
+        >>> m = calibrate.mechanism(lambda v: mechanisms.DiscreteGaussian(v), epsilon=1.0,
+        ...                         delta=1e-6, count=4)
+        >>> abs(s - m.sigma) <= 1e-6 * s  # the same calibration, up to solver tolerance
+        True
     """
     sensitivity = check_positive("sensitivity", sensitivity)
     count = check_count(count)
+    if dimension is not None:
+        dimension = check_int_at_least("dimension", dimension, 1)
     epsilon, delta = _target(epsilon, delta)
     guess = sensitivity * math.sqrt(2 * count * math.log(1.25 / max(delta, 1e-300))) / epsilon
+
+    def make(sigma: float) -> ev.Event:
+        one = ev.DiscreteGaussian(sigma, sensitivity, dimension=dimension)
+        return one * count if count > 1 else one
+
     return solve(
-        lambda s: ev.DiscreteGaussian(s, sensitivity) * count,
-        epsilon=epsilon,
-        delta=delta,
-        method=method,
-        initial=guess,
-        parameter="sigma",
+        make, epsilon=epsilon, delta=delta, method=method, initial=guess, parameter="sigma"
     )
 
 
@@ -376,11 +447,14 @@ def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 
 def mechanism(
     factory: Callable[[float], M],
     *,
-    epsilon: float,
-    delta: float,
+    epsilon: float | None = None,
+    delta: float | None = None,
     count: int = 1,
     method: str = "auto",
     initial: float = 1.0,
+    ledger: Any = None,
+    share: float = 1.0,
+    plan: bool = False,
 ) -> M:
     """The mechanism ``factory(p)`` with the smallest p whose own event meets (ε, δ).
 
@@ -388,14 +462,57 @@ def mechanism(
     and Gaussian mechanisms, the discrete event on their grid), so the ledger charges
     exactly what was calibrated.
 
+    Without ``ledger`` the target is (``epsilon``, ``delta``) and ``count`` releases are
+    composed as a schedule fixed in advance with the tightest non-adaptive method
+    (``method="auto"``: PLD or an exact profile where one applies). A ledger filters
+    adaptively and cannot always accept that answer in its own currency: a *planned*
+    ledger (:meth:`~dpledger.ledger.Ledger.plan`) accepts exactly it.
+
+    With ``ledger`` (and no ``epsilon``/``delta``: the ledger's budget is the target)
+    this is :meth:`Ledger.calibrate <dpledger.ledger.Ledger.calibrate>`: the noise is
+    solved in the ledger's own currency for ``share`` of what remains (or, with
+    ``plan=True``, for the whole budget and planned), so the ledger accepts every
+    release it was calibrated for.
+
     Example:
-        >>> from dpledger import calibrate, mechanisms
+        >>> from dpledger import Ledger, calibrate, mechanisms
         >>> mech = calibrate.mechanism(lambda b: mechanisms.Laplace(b), epsilon=0.5, delta=0.0)
         >>> round(mech.scale, 6)
         2.0
+        >>> ledger = Ledger(1.0, 1e-6)
+        >>> mech = calibrate.mechanism(lambda b: mechanisms.Laplace(b), ledger=ledger,
+        ...                            count=10)
+        >>> ledger.fits(mech)
+        10
     """
     factory = check_callable("factory", factory)
     count = check_count(count)
+    if ledger is not None:
+        if epsilon is not None or delta is not None:
+            raise InvalidArgumentError(
+                "with `ledger`, the ledger's budget is the target: omit `epsilon` and "
+                f"`delta`. Found epsilon={epsilon!r}, delta={delta!r}."
+            )
+        calibrate_to = getattr(ledger, "calibrate", None)
+        if not callable(calibrate_to):
+            raise InvalidArgumentTypeError(
+                f"`ledger` must be a dpledger Ledger. Found {type(ledger).__name__}."
+            )
+        return cast(
+            M,
+            calibrate_to(
+                factory, count=count, share=share, plan=plan, method=method, initial=initial
+            ),
+        )
+    if epsilon is None or delta is None:
+        raise InvalidArgumentError(
+            "give the target `epsilon` and `delta`, or a `ledger` to calibrate to. Found "
+            f"epsilon={epsilon!r}, delta={delta!r}."
+        )
+    if plan or share != 1.0:
+        raise InvalidArgumentError(
+            f"`share` and `plan` apply with a `ledger` only. Found share={share!r}, plan={plan!r}."
+        )
     p = solve(
         lambda q: factory(q).event * count,
         epsilon=epsilon,

@@ -220,7 +220,7 @@ class _State:
 
 def _solve_noise(accepted: Callable[[float], tuple[bool, float]], initial: Any, what: str) -> float:
     """The smallest noise p with ``accepted(p)[0]`` (``accepted(p)[1]``: a continuous gap)."""
-    from dpledger._solve import smallest_satisfying
+    from dpledger._solve import NoSafeValueError, smallest_satisfying
     from dpledger.errors import CalibrationError
 
     start = check_positive("initial", initial)
@@ -243,7 +243,10 @@ def _solve_noise(accepted: Callable[[float], tuple[bool, float]], initial: Any, 
     lo = hi / 2.0
     while lo > 1e-300 and excess(lo) <= 0:
         hi, lo = lo, lo / 2.0
-    return smallest_satisfying(excess, lo, hi, rtol=1e-12, what=what)
+    try:
+        return smallest_satisfying(excess, lo, hi, rtol=1e-12, what=what)
+    except NoSafeValueError as error:
+        raise CalibrationError(str(error), bracket=error.bracket) from None
 
 
 def _corrupt(seq: Any, error: Exception) -> NoReturn:
@@ -482,7 +485,7 @@ class Ledger:
         filt.admit(before, event)
         charge = filt.cost(event)
         total = filt.add(before, charge)
-        if not filt.fits(total):
+        if not filt.within(total):
             remaining = _shown_down(filt.budget(filt.remaining(before)))
             requested = filt.budget(filt.shown(charge))
             raise BudgetExceededError(
@@ -519,9 +522,9 @@ class Ledger:
                 for past in spends[done:]:
                     if alive:
                         total = alt.add(total, alt.cost(past))
-                        alive = alt.fits(total)
+                        alive = alt.within(total)
                 entry[1:] = [len(spends), total, alive]
-                more = alt.fits_event(total, event) if alive else 0
+                more = alt.fits(total, event) if alive else 0
             except (DPLedgerError, ArithmeticError):
                 entry[1:] = [len(spends), total, False]
                 continue
@@ -1025,7 +1028,7 @@ class Ledger:
                 filt.admit(total, event)
             except NotApplicableError:
                 return 0
-            return filt.fits_event(total, event)
+            return filt.fits(total, event)
 
     # -- serialisation -------------------------------------------------------------------
 

@@ -21,17 +21,24 @@ from __future__ import annotations
 import abc
 import bisect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
 from dpledger._numerics import float_up, round_up, sum_up
-from dpledger._solve import smallest_satisfying
+from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_positive
 from dpledger.accountant import events as ev
 from dpledger.accountant.basic import BasicAccountant
 from dpledger.accountant.gdp import gdp_delta, gdp_epsilon
-from dpledger.accountant.rdp import _minimise_over_order, rdp_curve
+from dpledger.accountant.rdp import (
+    _minimise_over_order,
+    budget_at_order,
+    conversion_offset,
+    epsilon_at_order,
+    rdp_curve,
+)
 from dpledger.accountant.zcdp import ZCDPAccountant, zcdp_to_approx_dp
 from dpledger.errors import InvalidArgumentError, NotApplicableError
 
@@ -259,11 +266,7 @@ class RDPBudget(Budget):
 
     def epsilon_at(self, delta: float) -> float:
         """The conversion at this order (Balle et al. 2020, Thm 21)."""
-        if self.value == 0:
-            return 0.0
-        a = self.order
-        eps = self.value + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
-        return round_up(max(0.0, eps))
+        return epsilon_at_order(self.value, self.order, delta)
 
     def __str__(self) -> str:
         return f"R(α={self.order:.4g})={self._num(self.value)} (Rényi DP)"
@@ -290,6 +293,19 @@ class ScheduleBudget(Budget):
 
 
 # -- filters -----------------------------------------------------------------------------
+
+
+def _budget_root(
+    excess: Callable[[float], float], hi: float, what: str, epsilon: float, delta: float
+) -> float:
+    """The smallest safe 1/budget in [hi/2⁶⁰, hi]; a failure names the budget asked for."""
+    try:
+        return smallest_satisfying(excess, hi / 2**60, hi, what=f"1/{what}")
+    except NoSafeValueError as error:
+        raise InvalidArgumentError(
+            f"no {what} budget converts to ({epsilon!r}, {delta!r})-DP within the range "
+            f"searched: {error}."
+        ) from None
 
 
 class Filter(abc.ABC):
@@ -365,7 +381,7 @@ class Filter(abc.ABC):
         """Total + charge, exactly."""
         return tuple(a + b for a, b in zip(total, charge, strict=True))
 
-    def fits(self, total: Total) -> bool:
+    def within(self, total: Total) -> bool:
         """Is an exact total within the budget?"""
         return all(a <= Fraction(b) for a, b in zip(total, self.limit(), strict=True))
 
@@ -384,7 +400,7 @@ class Filter(abc.ABC):
                 return 0
             room = Fraction(limit) - used
             counts.append(max(0, math.floor(room / cost)))
-        if not self.fits(total):
+        if not self.within(total):
             return 0
         return min(counts) if counts else 2**63 - 1
 
@@ -403,7 +419,7 @@ class Filter(abc.ABC):
     def admit(self, total: Total, event: ev.Event) -> None:  # noqa: B027 (optional hook)
         """Raise if ``event`` may not come next (beyond what it costs). Default: any may."""
 
-    def fits_event(self, total: Total, event: ev.Event) -> int:
+    def fits(self, total: Total, event: ev.Event) -> int:
         """How many more releases of ``event`` this filter accepts after ``total``."""
         return self.fits_count(total, self.cost(event))
 
@@ -498,7 +514,7 @@ class ZCDPFilter(Filter):
         hi = 1.0
         while excess(hi) > 0:
             hi *= 2.0
-        inverse = smallest_satisfying(excess, hi / 2**60, hi, what="1/rho")
+        inverse = _budget_root(excess, hi, "rho", epsilon, delta)
         self._rho = self._settle(((1.0 / inverse) * (1.0 - 2.0**-50),))[0]
 
     def exact_charge(self, event: ev.Event) -> Cost | None:
@@ -552,7 +568,7 @@ class GDPFilter(Filter):
         hi = 1.0
         while excess(hi) > 0:
             hi *= 2.0
-        inverse = smallest_satisfying(excess, hi / 2**60, hi, what="1/mu")
+        inverse = _budget_root(excess, hi, "mu", epsilon, delta)
         mu = (1.0 / inverse) * (1.0 - 2.0**-50)
         self._mu_squared = self._settle((mu * mu * (1.0 - 2.0**-50),))[0]
 
@@ -605,14 +621,14 @@ class RDPFilter(Filter):
             log_delta = math.log(delta)
 
             def objective(a: float) -> float:
-                return rho * a + math.log1p(-1 / a) - (log_delta + math.log(a)) / (a - 1)
+                return rho * a + conversion_offset(a, log_delta)
 
             order, _ = _minimise_over_order(objective)
         self.order = check_positive("order", order)
         if self.order <= 1:
             raise InvalidArgumentError(f"`order` must be greater than 1. Found {order!r}.")
         a = self.order
-        limit = epsilon - math.log1p(-1 / a) + (math.log(delta) + math.log(a)) / (a - 1)
+        limit = budget_at_order(epsilon, a, delta)
         if limit <= 0:
             raise InvalidArgumentError(
                 f"at order {a!r} no Rényi budget converts to ({epsilon!r}, {delta!r})-DP; "
@@ -632,7 +648,7 @@ class RDPFilter(Filter):
         log_delta = math.log(delta)
 
         def objective(a: float) -> float:
-            budget = epsilon - math.log1p(-1 / a) + (log_delta + math.log(a)) / (a - 1)
+            budget = epsilon - conversion_offset(a, log_delta)
             if budget <= 0:
                 return math.inf
             value = curve(a)
@@ -660,9 +676,7 @@ class RDPFilter(Filter):
 
     def guarantee(self, total: Charge) -> tuple[float, float]:
         """(ε at δ, δ) at the fixed order."""
-        a = self.order
-        eps = total[0] + math.log1p(-1 / a) - (math.log(self.delta) + math.log(a)) / (a - 1)
-        return (round_up(max(0.0, eps)), self.delta)
+        return (epsilon_at_order(total[0], self.order, self.delta), self.delta)
 
     def config(self) -> dict[str, Any]:
         """Includes the order."""
@@ -709,7 +723,7 @@ class AutoFilter(Filter):
         best_count = -1
         for candidate in self.candidates():
             try:
-                count = candidate.fits_event(candidate.zero(), event)
+                count = candidate.fits(candidate.zero(), event)
             except NotApplicableError:
                 continue
             if count > best_count:
@@ -841,7 +855,7 @@ class PlannedFilter(Filter):
                 "releases in the declared order."
             )
 
-    def fits_event(self, total: Total, event: ev.Event) -> int:
+    def fits(self, total: Total, event: ev.Event) -> int:
         """How many of the next planned releases are ``event`` (consecutively)."""
         position = int(total[0])
         if position >= self.length or self.event_at(position) != event:
