@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 from dpledger import accountant, algorithms, audit, calibrate, mechanisms
+from dpledger._public import namespace
 from dpledger.accountant import events
 from dpledger.errors import (
     BudgetExceededError,
@@ -46,3 +47,7 @@ __all__ = [
     "events",
     "mechanisms",
 ]
+
+__dir__ = namespace(
+    __all__, "accountant", "algorithms", "audit", "calibrate", "errors", "ledger", "mechanisms"
+)

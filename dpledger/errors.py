@@ -6,6 +6,8 @@ code keeps working. Every message says what was wrong, which value, and how to f
 
 from __future__ import annotations
 
+from dpledger._public import namespace
+
 __all__ = [
     "BudgetExceededError",
     "CalibrationError",
@@ -66,3 +68,6 @@ class BudgetExceededError(DPLedgerError, ValueError):
 
 class LedgerIntegrityError(DPLedgerError, ValueError):
     """A stored ledger fails verification (edited, truncated or for another budget)."""
+
+
+__dir__ = namespace(__all__)

@@ -97,8 +97,8 @@ PUBLIC_DELTA_FUNCTIONS = [
     ("delta", lambda d: acc.epsilon_by_method(ev.Gaussian(1.0), d)),
     ("delta", lambda d: acc.gaussian_epsilon(d, sigma=1.0)),
     ("delta", lambda d: gdp.gdp_epsilon(d, 1.0)),
-    ("delta", lambda d: zcdp.zcdp_to_approx_dp(0.1, d)),
-    ("delta", lambda d: mcdp.mcdp_to_approx_dp(0.1, 0.2, d)),
+    ("delta", lambda d: zcdp.zcdp_to_epsilon(0.1, d)),
+    ("delta", lambda d: mcdp.mcdp_to_epsilon(0.1, 0.2, d)),
     ("delta", lambda d: rdp.rdp_to_epsilon(lambda a: a, d)),
     ("delta", lambda d: acc.GDPAccountant().compose(ev.Gaussian(1.0)).epsilon(d)),
 ]
@@ -235,3 +235,59 @@ def test_failed_compose_leaves_state_unchanged():
     with pytest.raises(InvalidArgumentError):
         accountant.compose(ev.Gaussian(1.0), count=0)
     assert (accountant.summary, accountant.events) == before
+
+
+def _public_modules() -> list[str]:
+    import pkgutil
+
+    import dpledger
+
+    names = ["dpledger"]
+    for info in pkgutil.walk_packages(dpledger.__path__, "dpledger."):
+        parts = info.name.split(".")
+        if any(p.startswith("_") for p in parts) or parts[-1] == "cli":
+            continue
+        names.append(info.name)
+    return names
+
+
+_IMPLEMENTATION_MODULES = {"pld", "solver", "filters", "store", "base"}
+
+
+@pytest.mark.parametrize("name", _public_modules())
+def test_public_namespaces_list_only_their_exports(name):
+    import importlib
+    import importlib.util
+    import inspect
+
+    module = importlib.import_module(name)
+    exported = set(module.__all__)
+    assert exported <= set(vars(module)), sorted(exported - set(vars(module)))
+    listed = {n for n in dir(module) if not n.startswith("_")}
+    leaks = listed - exported
+    # only public submodules may be listed beyond the exports
+    assert all(importlib.util.find_spec(f"{name}.{n}") for n in leaks), sorted(leaks)
+    for forbidden in ("annotations", "Any", "check_positive", "math"):
+        assert forbidden not in listed
+    if name.split(".")[-1] in _IMPLEMENTATION_MODULES:
+        return  # internal helpers shared inside the package: unlisted, not exported
+    # everything public the module itself defines is exported (nothing forgotten)
+    defined = {
+        n
+        for n, obj in vars(module).items()
+        if not n.startswith("_")
+        and (inspect.isclass(obj) or inspect.isfunction(obj))
+        and getattr(obj, "__module__", None) == name
+    }
+    assert defined <= exported, sorted(defined - exported)
+
+
+def test_renamed_conversions_keep_deprecated_aliases():
+    from dpledger.accountant import mcdp, zcdp
+
+    with pytest.warns(DeprecationWarning, match="zcdp_to_epsilon"):
+        old = zcdp.zcdp_to_approx_dp(0.5, 1e-5)
+    assert old == zcdp.zcdp_to_epsilon(0.5, 1e-5)
+    with pytest.warns(DeprecationWarning, match="mcdp_to_epsilon"):
+        old = mcdp.mcdp_to_approx_dp(0.1, 0.2, 1e-5)
+    assert old == mcdp.mcdp_to_epsilon(0.1, 0.2, 1e-5)

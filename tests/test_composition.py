@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import dpledger.accountant as acc
 from dpledger import events as ev
-from dpledger.accountant.mcdp import mcdp_to_approx_dp
-from dpledger.accountant.zcdp import zcdp_to_approx_dp
+from dpledger.accountant.mcdp import mcdp_to_epsilon
+from dpledger.accountant.zcdp import zcdp_to_epsilon
 from dpledger.errors import NotApplicableError
 
 from . import _reference as ref
@@ -137,7 +137,7 @@ def test_mcdp_closed_forms():
     assert summary.tau_squared == pytest.approx(tau2, rel=1e-14)
     expected = mu + math.sqrt(tau2) * math.sqrt(2 * math.log(1e6))
     assert acc.epsilon(event, 1e-6, method="mcdp") == pytest.approx(expected, rel=1e-13)
-    assert mcdp_to_approx_dp(1.0, 1.0, 1e-6) == pytest.approx(
+    assert mcdp_to_epsilon(1.0, 1.0, 1e-6) == pytest.approx(
         1 + math.sqrt(2 * math.log(1e6)), rel=1e-14
     )
 
@@ -153,7 +153,7 @@ def test_zcdp_rho_and_conversions():
     rho = 4 / 18 + 0.02 + 0.05
     summary = acc.ZCDPAccountant.summarize(event)
     assert summary.rho == pytest.approx(rho, rel=1e-14)
-    simple = zcdp_to_approx_dp(rho, 1e-6, tight=False)
+    simple = zcdp_to_epsilon(rho, 1e-6, tight=False)
     assert simple == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1e6)), rel=1e-14)
     tight = acc.epsilon(event, 1e-6, method="zcdp")
     expected = float(ref.rdp_epsilon(lambda a: rho * a, 1e-6))

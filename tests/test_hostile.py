@@ -77,7 +77,7 @@ TARGETS = [
     lambda v: accountant.epsilon(ev.PureDP(1.0) * 3, v),
     lambda v: accountant.epsilon(ev.PoissonSampled(ev.Gaussian(1.0), v) * 10, 1e-5),
     lambda v: accountant.gaussian_epsilon(1e-5, v),
-    lambda v: accountant.zcdp_to_approx_dp(v, 1e-6),
+    lambda v: accountant.zcdp_to_epsilon(v, 1e-6),
     lambda v: calibrate.gaussian_sigma(v, 1e-5),
     lambda v: calibrate.laplace_scale(v, count=2),
     lambda v: mechanisms.Gaussian(v),

@@ -232,7 +232,7 @@ def test_cli_prints_sigma_and_epsilon_rounded_up(capsys):
             "`epsilon`",
         ),
         (
-            lambda: __import__("dpledger.accountant.zcdp").accountant.zcdp.zcdp_to_approx_dp(
+            lambda: __import__("dpledger.accountant.zcdp").accountant.zcdp.zcdp_to_epsilon(
                 0.5, 1e-5, xi=-math.inf
             ),
             "`xi`",

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpledger._public import namespace
 from dpledger._validation import check_choice, check_nonnegative, check_probability
 from dpledger.accountant import events
 from dpledger.accountant._base import Accountant, Summary
@@ -45,11 +46,21 @@ from dpledger.accountant.gdp import (
     gdp_epsilon,
     pure_dp_to_gdp,
 )
-from dpledger.accountant.mcdp import MCDPAccountant, mcdp_to_approx_dp, pure_dp_to_mcdp
+from dpledger.accountant.mcdp import (
+    MCDPAccountant,
+    mcdp_to_approx_dp,
+    mcdp_to_epsilon,
+    pure_dp_to_mcdp,
+)
 from dpledger.accountant.optimal import OptimalAccountant
 from dpledger.accountant.pld import PLDAccountant, epsilon_bounds
 from dpledger.accountant.rdp import RDPAccountant, rdp_curve, rdp_to_delta, rdp_to_epsilon
-from dpledger.accountant.zcdp import ZCDPAccountant, zcdp_to_approx_dp, zcdp_to_delta
+from dpledger.accountant.zcdp import (
+    ZCDPAccountant,
+    zcdp_to_approx_dp,
+    zcdp_to_delta,
+    zcdp_to_epsilon,
+)
 from dpledger.errors import DPLedgerError, NotApplicableError
 
 __all__ = [
@@ -73,11 +84,13 @@ __all__ = [
     "epsilon_bounds",
     "epsilon_by_method",
     "events",
+    "exact_value",
     "gaussian_delta",
     "gaussian_epsilon",
     "gdp_delta",
     "gdp_epsilon",
     "mcdp_to_approx_dp",
+    "mcdp_to_epsilon",
     "pure_dp_to_gdp",
     "pure_dp_to_mcdp",
     "rdp_curve",
@@ -85,6 +98,7 @@ __all__ = [
     "rdp_to_epsilon",
     "zcdp_to_approx_dp",
     "zcdp_to_delta",
+    "zcdp_to_epsilon",
 ]
 
 ACCOUNTANTS: dict[str, type[Accountant[Any]]] = {
@@ -271,3 +285,8 @@ def _results_one(
     event: Event, method: str, query: str, value: float
 ) -> dict[str, float | NotApplicableError]:
     return {method: _evaluate(method, event, query, value)}
+
+
+__dir__ = namespace(
+    __all__, "advanced", "basic", "events", "gdp", "mcdp", "optimal", "pld", "rdp", "zcdp"
+)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from dpledger._numerics import mul_up, round_up, square_up, sum_up
+from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_nonnegative, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
@@ -118,3 +119,6 @@ class AdvancedAccountant(Accountant[AdvancedSummary]):
     @classmethod
     def _hint(cls) -> str:
         return BasicAccountant._hint()
+
+
+__dir__ = namespace(__all__)

@@ -26,6 +26,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from dpledger._numerics import float_up, mul_up, round_up, sum_up
+from dpledger._public import namespace
 from dpledger._validation import check_nonnegative, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
@@ -152,3 +153,6 @@ class BasicAccountant(Accountant[BasicSummary]):
     @classmethod
     def _hint(cls) -> str:
         return "Basic composition needs a fixed (ε, δ) per release; use method='auto'."
+
+
+__dir__ = namespace(__all__)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from dpledger._numerics import div_down, div_up
+from dpledger._public import namespace
 from dpledger._validation import (
     check_choice,
     check_int_at_least,
@@ -44,6 +45,7 @@ __all__ = [
     "REPLACE_ONE",
     "ZCDP",
     "ApproxDP",
+    "BoundedRange",
     "Composed",
     "DiscreteGaussian",
     "DiscreteLaplace",
@@ -559,3 +561,6 @@ def from_dict(data: Any) -> Event:
         return cls(**kwargs)
     except TypeError as error:
         raise InvalidArgumentError(f"invalid fields for {cls.__name__}: {error}") from error
+
+
+__dir__ = namespace(__all__)

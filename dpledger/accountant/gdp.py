@@ -39,6 +39,7 @@ import mpmath
 from scipy import special
 
 from dpledger._numerics import mul_up, ratio_squared_up, round_up, square_up, sum_up
+from dpledger._public import namespace
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_nonnegative, check_positive, check_probability
 from dpledger.accountant import events as ev
@@ -316,3 +317,6 @@ def _pure_approx_as_pure(event: ev.Event) -> ev.Event:
         for a, k in atoms.items()
     ]
     return ev.Composed(tuple(parts))
+
+
+__dir__ = namespace(__all__)

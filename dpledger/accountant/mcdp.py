@@ -23,12 +23,19 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from dpledger._numerics import float_up, mul_up, ratio_squared_up, round_up, square_up, sum_up
+from dpledger._public import deprecated_alias, namespace
 from dpledger._validation import check_nonnegative, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.errors import NotApplicableError
 
-__all__ = ["MCDPAccountant", "MCDPSummary", "mcdp_to_approx_dp", "pure_dp_to_mcdp"]
+__all__ = [
+    "MCDPAccountant",
+    "MCDPSummary",
+    "mcdp_to_approx_dp",
+    "mcdp_to_epsilon",
+    "pure_dp_to_mcdp",
+]
 
 
 def pure_dp_to_mcdp(epsilon: float) -> tuple[float, float]:
@@ -41,12 +48,12 @@ def pure_dp_to_mcdp(epsilon: float) -> tuple[float, float]:
     return float_up(Fraction(epsilon) * Fraction(grown) / 2), epsilon
 
 
-def mcdp_to_approx_dp(mu: float, tau: float, delta: float) -> float:
+def mcdp_to_epsilon(mu: float, tau: float, delta: float) -> float:
     """ε = μ + τ√(2 log(1/δ)): (μ, τ)-mCDP implies (ε, δ)-DP (Dwork & Rothblum 2016, §3).
 
     Example:
-        >>> from dpledger.accountant.mcdp import mcdp_to_approx_dp
-        >>> round(mcdp_to_approx_dp(1.0, 1.0, 1e-6), 3)
+        >>> from dpledger.accountant.mcdp import mcdp_to_epsilon
+        >>> round(mcdp_to_epsilon(1.0, 1.0, 1e-6), 3)
         6.257
     """
     mu = check_nonnegative("mu", mu, allow_inf=True)
@@ -82,7 +89,7 @@ class MCDPSummary(Summary):
 
     def epsilon(self, delta: float) -> float:
         """Smallest ε certified at ``delta`` by this notion (``inf`` if none)."""
-        return mcdp_to_approx_dp(self.mu, round_up(self.tau), delta)
+        return mcdp_to_epsilon(self.mu, round_up(self.tau), delta)
 
     def delta(self, epsilon: float) -> float:
         """Smallest δ certified at ``epsilon`` by this notion (at most 1)."""
@@ -132,3 +139,9 @@ class MCDPAccountant(Accountant[MCDPSummary]):
     @classmethod
     def _hint(cls) -> str:
         return "mCDP has no subsampling or zCDP conversion here; use method='rdp' or 'auto'."
+
+
+#: Deprecated (renamed: it returns ε): use :func:`mcdp_to_epsilon`.
+mcdp_to_approx_dp = deprecated_alias(mcdp_to_epsilon, "mcdp_to_approx_dp")
+
+__dir__ = namespace(__all__)

@@ -35,6 +35,7 @@ import numpy as np
 from scipy import special
 
 from dpledger._numerics import float_up, round_up
+from dpledger._public import namespace
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
@@ -190,3 +191,6 @@ class OptimalAccountant(Accountant[OptimalSummary]):
     @classmethod
     def _hint(cls) -> str:
         return BasicAccountant._hint()
+
+
+__dir__ = namespace(__all__)

@@ -51,6 +51,7 @@ import numpy as np
 from scipy import fft as sp_fft
 
 from dpledger._numerics import round_up
+from dpledger._public import namespace
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_int_at_least, check_positive, check_probability
 from dpledger.accountant import events as ev
@@ -1094,3 +1095,6 @@ def epsilon_bounds(
     delta = check_probability("delta", delta)
     grid = check_grid(grid)
     return PLDAccountant.summarize(event, grid).epsilon_bounds(delta)
+
+
+__dir__ = namespace(__all__)

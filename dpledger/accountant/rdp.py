@@ -45,6 +45,7 @@ import numpy as np
 from scipy import optimize, special
 
 from dpledger._numerics import float_up, round_up, square_up
+from dpledger._public import namespace
 from dpledger._validation import (
     check_callable,
     check_nonnegative,
@@ -58,6 +59,9 @@ from dpledger.errors import InvalidArgumentError, NotApplicableError
 __all__ = [
     "RDPAccountant",
     "RDPSummary",
+    "budget_at_order",
+    "conversion_offset",
+    "epsilon_at_order",
     "rdp_curve",
     "rdp_gaussian",
     "rdp_laplace",
@@ -620,3 +624,6 @@ class RDPAccountant(Accountant[RDPSummary]):
         atoms = ev.flatten(event)
         curves = tuple((_atom_curve(atom), count) for atom, count in atoms.items())
         return RDPSummary(tuple(atoms.items()), curves)
+
+
+__dir__ = namespace(__all__)

@@ -26,16 +26,23 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from dpledger._numerics import mul_up, ratio_squared_up, round_up, square_up, sum_up
+from dpledger._public import deprecated_alias, namespace
 from dpledger._validation import check_nonnegative, check_probability, check_real
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.accountant.rdp import rdp_to_delta, rdp_to_epsilon
 from dpledger.errors import InvalidArgumentError
 
-__all__ = ["ZCDPAccountant", "ZCDPSummary", "zcdp_to_approx_dp", "zcdp_to_delta"]
+__all__ = [
+    "ZCDPAccountant",
+    "ZCDPSummary",
+    "zcdp_to_approx_dp",
+    "zcdp_to_delta",
+    "zcdp_to_epsilon",
+]
 
 
-def zcdp_to_approx_dp(rho: float, delta: float, *, xi: float = 0.0, tight: bool = True) -> float:
+def zcdp_to_epsilon(rho: float, delta: float, *, xi: float = 0.0, tight: bool = True) -> float:
     """Smallest ε such that (ξ, ρ)-zCDP implies (ε, δ)-DP.
 
     Args:
@@ -50,8 +57,8 @@ def zcdp_to_approx_dp(rho: float, delta: float, *, xi: float = 0.0, tight: bool 
         ε, rounded up (``inf`` when δ = 0 and ρ > 0).
 
     Example:
-        >>> from dpledger.accountant.zcdp import zcdp_to_approx_dp
-        >>> zcdp_to_approx_dp(0.5, 1e-5) < zcdp_to_approx_dp(0.5, 1e-5, tight=False)
+        >>> from dpledger.accountant.zcdp import zcdp_to_epsilon
+        >>> zcdp_to_epsilon(0.5, 1e-5) < zcdp_to_epsilon(0.5, 1e-5, tight=False)
         True
     """
     rho = check_nonnegative("rho", rho, allow_inf=True)
@@ -98,7 +105,7 @@ class ZCDPSummary(Summary):
 
     def epsilon(self, delta: float) -> float:
         """Smallest ε certified at ``delta`` by this notion (``inf`` if none)."""
-        return zcdp_to_approx_dp(self.rho, delta, xi=self.xi)
+        return zcdp_to_epsilon(self.rho, delta, xi=self.xi)
 
     def delta(self, epsilon: float) -> float:
         """Smallest δ certified at ``epsilon`` by this notion (at most 1)."""
@@ -150,3 +157,9 @@ class ZCDPAccountant(Accountant[ZCDPSummary]):
     @classmethod
     def _hint(cls) -> str:
         return "zCDP is not amplified by subsampling; use method='rdp' or method='auto'."
+
+
+#: Deprecated (renamed: it returns ε): use :func:`zcdp_to_epsilon`.
+zcdp_to_approx_dp = deprecated_alias(zcdp_to_epsilon, "zcdp_to_approx_dp")
+
+__dir__ = namespace(__all__)

@@ -11,6 +11,9 @@ it really is (see ``shared/docs/SEED-NOTES.md``).
 
 from __future__ import annotations
 
+from dpledger._public import namespace
 from dpledger.algorithms.descriptive import count, histogram, mean, sum, variance
 
 __all__ = ["count", "histogram", "mean", "sum", "variance"]
+
+__dir__ = namespace(__all__, "descriptive")

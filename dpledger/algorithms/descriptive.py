@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from dpledger._public import namespace
 from dpledger._validation import check_choice, check_positive, check_probability, check_real
 from dpledger.accountant import events as ev
 from dpledger.calibrate import mechanism as calibrated_mechanism
@@ -532,3 +533,6 @@ def histogram(
     if pd is None:  # pragma: no cover
         return dict(zip(index, noisy, strict=True))
     return pd.Series(noisy, index=index)
+
+
+__dir__ = namespace(__all__)

@@ -16,6 +16,7 @@ Example:
     'holds'
 """
 
+from dpledger._public import namespace
 from dpledger.audit.blackbox import EpsilonEstimate, estimate_epsilon
 from dpledger.audit.check import VERDICTS, AuditReport, check_claim
 from dpledger.audit.pipeline import (
@@ -40,3 +41,5 @@ __all__ = [
     "load_pipeline",
     "parse_pipeline",
 ]
+
+__dir__ = namespace(__all__, "blackbox", "check", "pipeline", "plot")

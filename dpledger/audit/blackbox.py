@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_probability
 from dpledger.errors import InvalidArgumentError
 
@@ -375,3 +376,6 @@ def estimate_epsilon(
         resolution=resolution,
         samples=samples,
     )
+
+
+__dir__ = namespace(__all__)

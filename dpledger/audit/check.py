@@ -38,6 +38,7 @@ from typing import Any
 from dpledger import accountant
 from dpledger._format import down as fmt_down
 from dpledger._format import up as fmt_up
+from dpledger._public import namespace
 from dpledger.accountant import events as ev
 from dpledger.accountant.advanced import advanced_composition
 from dpledger.accountant.pld import PLDSummary, epsilon_lower_bound
@@ -810,3 +811,6 @@ def _explain(report: AuditReport, event: ev.Event, claim: Claim, pipe: Pipeline)
                     "releasing a record outright."
                 )
                 break
+
+
+__dir__ = namespace(__all__)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dpledger._public import namespace
 from dpledger.errors import DPLedgerError
 
 if sys.version_info >= (3, 11):
@@ -664,3 +665,6 @@ class _Validator:
             f"found {_kind(value)}",
         )
         return value
+
+
+__dir__ = namespace(__all__)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dpledger._public import namespace
 from dpledger.audit.check import AuditReport
 from dpledger.errors import InvalidArgumentError, NotApplicableError
 
@@ -77,3 +78,6 @@ def plot_privacy_curve(report: AuditReport, path: str | Path) -> Path:
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+__dir__ = namespace(__all__)

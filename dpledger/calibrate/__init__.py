@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+from dpledger._public import namespace
 from dpledger.calibrate.solver import (
     LegacyFormulaWarning,
     classical_gaussian_sigma,
@@ -39,3 +40,5 @@ __all__ = [
     "solve",
     "split_budget",
 ]
+
+__dir__ = namespace(__all__, "solver")

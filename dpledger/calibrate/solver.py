@@ -9,6 +9,7 @@ from typing import Any, TypeVar, cast
 
 from dpledger import accountant
 from dpledger._numerics import round_up
+from dpledger._public import namespace
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import (
     check_callable,
@@ -591,3 +592,6 @@ def gaussian_sigmas(
             tuple(ev.Gaussian(s * factor, d) for s, d in zip(sigmas, deltas, strict=True))
         )
     return [s * factor for s in sigmas]
+
+
+__dir__ = namespace(__all__)

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from dpledger._public import namespace
 from dpledger.ledger.core import Ledger, Receipt
 from dpledger.ledger.filters import (
     ApproxDPBudget,
@@ -29,3 +30,5 @@ __all__ = [
     "ScheduleBudget",
     "ZCDPBudget",
 ]
+
+__dir__ = namespace(__all__, "core", "filters", "store")

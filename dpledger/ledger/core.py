@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, NoReturn, cast
 
 from dpledger._format import up as fmt_up
+from dpledger._public import namespace
 from dpledger._validation import check_choice, check_nonnegative, check_positive, check_probability
 from dpledger.accountant import METHODS
 from dpledger.accountant import events as ev
@@ -1121,3 +1122,6 @@ class Ledger:
 def _reopen(path: str) -> Ledger:
     """Unpickle a persisted ledger: open the same file."""
     return Ledger.open(path)
+
+
+__dir__ = namespace(__all__)

@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from dpledger._numerics import float_up, round_up, sum_up
+from dpledger._public import namespace
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_positive
 from dpledger.accountant import events as ev
@@ -39,7 +40,7 @@ from dpledger.accountant.rdp import (
     epsilon_at_order,
     rdp_curve,
 )
-from dpledger.accountant.zcdp import ZCDPAccountant, zcdp_to_approx_dp
+from dpledger.accountant.zcdp import ZCDPAccountant, zcdp_to_epsilon
 from dpledger.errors import InvalidArgumentError, NotApplicableError
 
 __all__ = [
@@ -220,7 +221,7 @@ class ZCDPBudget(Budget):
 
     def epsilon_at(self, delta: float) -> float:
         """The tight zCDP conversion (Canonne, Kamath & Steinke 2020)."""
-        return 0.0 if self.rho == 0 else zcdp_to_approx_dp(self.rho, delta)
+        return 0.0 if self.rho == 0 else zcdp_to_epsilon(self.rho, delta)
 
     def __str__(self) -> str:
         return f"ρ={self._num(self.rho)} (zCDP)"
@@ -508,7 +509,7 @@ class ZCDPFilter(Filter):
             )
 
         def excess(rho_inverse: float) -> float:
-            return zcdp_to_approx_dp(1.0 / rho_inverse, delta) - epsilon
+            return zcdp_to_epsilon(1.0 / rho_inverse, delta) - epsilon
 
         # smallest 1/ρ meeting the target ⇔ largest ρ; rounded down by the solver's safety
         hi = 1.0
@@ -538,7 +539,7 @@ class ZCDPFilter(Filter):
 
     def guarantee(self, total: Charge) -> tuple[float, float]:
         """(ε at δ, δ) by the tight conversion."""
-        return (zcdp_to_approx_dp(total[0], self.delta), self.delta)
+        return (zcdp_to_epsilon(total[0], self.delta), self.delta)
 
 
 class GDPFilter(Filter):
@@ -941,3 +942,6 @@ def make_filter(
             f"accountant={accountant!r}."
         )
     return FILTERS[accountant](epsilon, delta)
+
+
+__dir__ = namespace(__all__)

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from dpledger._public import namespace
 from dpledger.errors import InvalidArgumentError, LedgerIntegrityError
 
 __all__ = ["APPLICATION_ID", "FORMAT", "LedgerStore", "canonical"]
@@ -417,3 +418,6 @@ class LedgerStore:
     def _genesis(self, conn: sqlite3.Connection) -> str:
         row = conn.execute("SELECT value FROM meta WHERE key='genesis'").fetchone()
         return str(row[0])
+
+
+__dir__ = namespace(__all__)

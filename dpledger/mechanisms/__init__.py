@@ -10,6 +10,7 @@ discrete noise by default (Mironov 2012's floating-point attack does not apply).
 
 from __future__ import annotations
 
+from dpledger._public import namespace
 from dpledger.mechanisms.additive import (
     DiscreteGaussian,
     DiscreteLaplace,
@@ -43,3 +44,5 @@ __all__ = [
     "Wishart",
     "default_granularity",
 ]
+
+__dir__ = namespace(__all__, "additive", "base", "knorm", "matrix", "selection")

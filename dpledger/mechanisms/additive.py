@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from dpledger._numerics import round_up
+from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.errors import InvalidArgumentError
@@ -334,3 +335,6 @@ class DiscreteGaussian(Mechanism):
         s = Fraction(self.sigma)
         noise = np.array([discrete_gaussian(s * s, generator) for _ in range(vector.size)])
         return _shape_like(vector + noise, value)
+
+
+__dir__ = namespace(__all__)

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from dpledger._public import namespace
 from dpledger.accountant.events import Event
 from dpledger.errors import InvalidArgumentError
 
@@ -117,3 +118,6 @@ def warn_floating_point(name: str, *, no_exact_sampler: bool = False) -> None:
             "(exact discrete noise on a grid) unless you know why you need this."
         )
     warnings.warn(message, FloatingPointWarning, stacklevel=3)
+
+
+__dir__ = namespace(__all__)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from dpledger._public import namespace
 from dpledger._validation import check_choice, check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.mechanisms._rng import resolve_rng
@@ -93,3 +94,6 @@ class KNorm(Mechanism):
         vector = as_vector(value, self.dimension)
         noisy = vector + self.sample_noise(1, rng)[0]
         return float(noisy[0]) if np.ndim(value) == 0 else noisy.reshape(np.shape(value))
+
+
+__dir__ = namespace(__all__)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.errors import InvalidArgumentError
@@ -131,3 +132,6 @@ class Wishart(Mechanism):
         )
         result: np.ndarray = matrix + np.atleast_2d(noise)
         return result
+
+
+__dir__ = namespace(__all__)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_nonnegative, check_positive
 from dpledger.accountant import events as ev
 from dpledger.errors import InvalidArgumentError
@@ -192,3 +193,6 @@ class ReportNoisyMax(Mechanism):
         """The index of the noisy maximum of the scores ``value``."""
         result: int = self._inner.release(value, rng)
         return result
+
+
+__dir__ = namespace(__all__)
