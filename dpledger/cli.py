@@ -88,7 +88,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         noise = calibrate.gaussian_sigma(
             args.epsilon,
             args.delta,
-            args.sensitivity,
+            sensitivity=args.sensitivity,
             count=args.count,
             sampling_rate=args.sampling_rate,
             method=args.method,
@@ -102,15 +102,23 @@ def _calibrate(args: argparse.Namespace) -> int:
             )
             return 2
         noise = calibrate.laplace_scale(
-            args.epsilon, args.sensitivity, count=args.count, delta=args.delta, method=args.method
+            args.epsilon,
+            sensitivity=args.sensitivity,
+            count=args.count,
+            delta=args.delta,
+            method=args.method,
         )
         one = ev.Laplace(noise, args.sensitivity)
         name = "scale"
     else:
         noise = calibrate.discrete_gaussian_sigma(
-            args.epsilon, args.delta, args.sensitivity, count=args.count, method=args.method
+            args.epsilon,
+            args.delta,
+            sensitivity=args.sensitivity,
+            count=args.count,
+            method=args.method,
         )
-        one = ev.DiscreteGaussian(noise, args.sensitivity)
+        one = ev.DiscreteGaussian(noise, args.sensitivity, dimension=1)
         name = "sigma"
     if args.sampling_rate is not None:
         one = ev.PoissonSampled(one, args.sampling_rate)
@@ -162,7 +170,9 @@ def _audit(args: argparse.Namespace) -> int:
             errors += 1
             continue
         reports.append(
-            check_claim(pipeline, args.epsilon, args.delta, loose_ratio=args.loose_ratio)
+            check_claim(
+                pipeline, epsilon=args.epsilon, delta=args.delta, loose_ratio=args.loose_ratio
+            )
         )
     if args.json:
         data = [r.to_dict() for r in reports] + failed

@@ -74,7 +74,7 @@ exact_targets = st.tuples(
 def test_exact_calibration_never_overshoots_and_is_minimal(target):
     """1,000 random targets: σ meets the target and is within 1e-6 of the exact minimum."""
     epsilon, delta, count, sensitivity = target
-    sigma = calibrate.gaussian_sigma(epsilon, delta, sensitivity, count=count)
+    sigma = calibrate.gaussian_sigma(epsilon, delta, sensitivity=sensitivity, count=count)
     event = ev.Gaussian(sigma, sensitivity) * count
     assert acc.delta(event, epsilon) <= delta  # re-evaluated: never misses the target
     exact = float(ref.gaussian_sigma(epsilon, delta)) * math.sqrt(count) * sensitivity
@@ -140,7 +140,7 @@ def test_sampled_calibration_meets_target_auto_thorough(target):
 @settings(max_examples=200, deadline=None)
 @given(st.floats(0.01, 50.0), st.integers(1, 1000), st.floats(0.1, 10.0))
 def test_laplace_pure_is_exact(epsilon, count, sensitivity):
-    scale = calibrate.laplace_scale(epsilon, sensitivity, count=count)
+    scale = calibrate.laplace_scale(epsilon, sensitivity=sensitivity, count=count)
     assert acc.epsilon(ev.Laplace(scale, sensitivity) * count, 0.0) <= epsilon
     assert scale == pytest.approx(count * sensitivity / epsilon, rel=1e-12)
 
@@ -154,9 +154,9 @@ def test_laplace_with_delta_meets_target_and_beats_pure(epsilon, delta, count):
 
 
 def test_discrete_calibrations_meet_target():
-    sigma = calibrate.discrete_gaussian_sigma(1.0, 1e-6, 2.0, count=10)
+    sigma = calibrate.discrete_gaussian_sigma(1.0, 1e-6, sensitivity=2.0, count=10)
     assert acc.delta(ev.DiscreteGaussian(sigma, 2.0, dimension=1) * 10, 1.0) <= 1e-6
-    vector = calibrate.discrete_gaussian_sigma(1.0, 1e-6, 2.0, count=10, dimension=None)
+    vector = calibrate.discrete_gaussian_sigma(1.0, 1e-6, sensitivity=2.0, count=10, dimension=None)
     assert acc.delta(ev.DiscreteGaussian(vector, 2.0) * 10, 1.0) <= 1e-6
     assert vector > sigma  # the exact 1-D profile is tighter than the zCDP route
     scale = calibrate.discrete_laplace_scale(0.5, count=4)

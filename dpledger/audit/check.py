@@ -269,7 +269,7 @@ def _base_event(release: Release, adjacency: str, findings: list[str]) -> ev.Eve
             else:
                 from dpledger.calibrate import gaussian_sigma
 
-                sigma = gaussian_sigma(eps_r, delta_r, noise_sens)
+                sigma = gaussian_sigma(eps_r, delta_r, sensitivity=noise_sens)
         return ev.Gaussian(sigma=sigma, sensitivity=sens)
     if mech == "laplace":
         if release.calibration is None:
@@ -518,9 +518,9 @@ def _delta_curve(event: ev.Event, epsilons: list[float]) -> list[float]:
 # ------------------------------------------------------------------------ check
 def check_claim(
     pipeline: Pipeline | Mapping[str, Any] | str | Path,
+    *,
     epsilon: float | None = None,
     delta: float | None = None,
-    *,
     loose_ratio: float = 0.8,
 ) -> AuditReport:
     """Recompute a declared pipeline's guarantee with tight accounting and judge its claim.

@@ -208,8 +208,8 @@ def _meets_both_ways(
 def gaussian_sigma(
     epsilon: float,
     delta: float,
-    sensitivity: float = 1.0,
     *,
+    sensitivity: float = 1.0,
     count: int = 1,
     sampling_rate: float | None = None,
     method: str = "auto",
@@ -317,8 +317,8 @@ def gaussian_sigma(
 def discrete_gaussian_sigma(
     epsilon: float,
     delta: float,
-    sensitivity: float = 1.0,
     *,
+    sensitivity: float = 1.0,
     count: int = 1,
     dimension: int | None = 1,
     method: str = "auto",
@@ -390,8 +390,8 @@ def _pure_noise_scale(
 
 def laplace_scale(
     epsilon: float,
-    sensitivity: float = 1.0,
     *,
+    sensitivity: float = 1.0,
     count: int = 1,
     delta: float = 0.0,
     method: str = "auto",
@@ -413,8 +413,8 @@ def laplace_scale(
 
 def discrete_laplace_scale(
     epsilon: float,
-    sensitivity: float = 1.0,
     *,
+    sensitivity: float = 1.0,
     count: int = 1,
     delta: float = 0.0,
     method: str = "auto",
@@ -423,7 +423,7 @@ def discrete_laplace_scale(
     return _pure_noise_scale(ev.DiscreteLaplace, epsilon, sensitivity, count, delta, method)
 
 
-def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+def classical_gaussian_sigma(epsilon: float, delta: float, *, sensitivity: float = 1.0) -> float:
     """The classical σ = Δ√(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm A.1) — legacy only.
 
     Proved only for ε < 1; a :class:`LegacyFormulaWarning` is issued for ε ≥ 1, where it
@@ -581,7 +581,7 @@ def gaussian_sigmas(
             f"`weights` must have one weight per sensitivity ({len(deltas)}). Found {len(shares)}."
         )
     # Solve for one Gaussian with Δ = 1: its μ is the total budget in GDP currency.
-    sigma_one = gaussian_sigma(epsilon, delta, 1.0, method="gdp")
+    sigma_one = gaussian_sigma(epsilon, delta, method="gdp")
     mus = split_budget(1.0 / sigma_one, shares, currency="gdp")
     sigmas = [d / m for d, m in zip(deltas, mus, strict=True)]
     joint = ev.Composed(tuple(ev.Gaussian(s, d) for s, d in zip(sigmas, deltas, strict=True)))

@@ -560,6 +560,17 @@ class Ledger:
             filt = state.filter.settle(event)
         return filt, filt.zero()
 
+    def _currency(self, item: Any) -> dict[str, Any]:
+        """The configuration of the filter that would handle ``item`` now.
+
+        For estimators that calibrate a fit's share in this ledger's currency.
+        """
+        event = _as_event(item, None, None)
+        with self._lock:
+            self.refresh()
+            filt, _ = self._handler(self._state, event)
+            return filt.config()
+
     def _declared_filter(self, declared: Any) -> Filter:
         if not isinstance(declared, dict) or declared.get("accountant") not in FILTERS:
             raise InvalidArgumentError(f"the receipt declares an unknown filter {declared!r}.")
@@ -1013,6 +1024,39 @@ class Ledger:
                 known = len(self._receipts)
                 previous = self._receipts[-1].hash if self._receipts else None
                 self._absorb(self._store.verify(start=known, previous=previous))
+
+    def check(self, items: Iterable[Any]) -> None:
+        """Raise unless these releases, spent now in this order, would all be accepted.
+
+        Records nothing: it replays the releases on a copy of the current state with the
+        same rule ``spend`` applies (:meth:`_transition`). An estimator calls it before its
+        first release so that a fit never stops half-way for lack of budget. (Another
+        handle on the same file may still spend in between; each ``spend`` re-checks.)
+
+        Raises:
+            BudgetExceededError: Release ``k`` of the sequence would overrun the budget.
+            NotApplicableError: This ledger cannot account for one of them.
+        """
+        if isinstance(items, (ev.Event, str, bytes)) or not hasattr(items, "__iter__"):
+            raise InvalidArgumentTypeError(
+                f"`items` must be a sequence of releases (events or mechanisms). Found {items!r}."
+            )
+        events = [_as_event(item, None, None) for item in items]
+        for event in events:
+            _check_adjacency(event, self.adjacency)
+        with self._lock:
+            self.refresh()
+            state, seq = self._state, len(self._receipts)
+            for k, event in enumerate(events):
+                draft = {"seq": seq + k, "kind": "spend"}
+                try:
+                    state = self._transition(state, draft, event)
+                except BudgetExceededError as refused:
+                    raise BudgetExceededError(
+                        f"release {k + 1} of {len(events)} would not fit: {refused}",
+                        requested=refused.requested,
+                        remaining=refused.remaining,
+                    ) from None
 
     def fits(self, item: Any) -> int:
         """How many more releases of this event (or mechanism) the budget allows now.

@@ -1,0 +1,264 @@
+"""The estimator contract every private estimator in :mod:`dpledger.algorithms` follows.
+
+* **scikit-learn conventions**: ``__init__`` stores keyword-only parameters; ``fit``
+  validates, charges, releases and returns ``self``; fitted attributes end in ``_``;
+  ``clone``, ``Pipeline`` and ``cross_val_score`` work.
+* **Budget**: ``epsilon``/``delta`` are the guarantee *this fit* must meet. With
+  ``ledger=None`` each fit gets a fresh ``Ledger(epsilon, delta)`` (kept as ``ledger_``)
+  that *plans* the fit's whole schedule, so the tightest non-adaptive method applies.
+  With a shared ``ledger``, the noise is calibrated in that ledger's own currency (a
+  ledger of the same kind holding (ε, δ) would accept the schedule exactly), so the
+  shared ledger accepts what was calibrated. Either way the whole schedule is checked
+  against the ledger before the first release (a fit never stops half-way for lack of
+  budget, and a refused fit records nothing and draws nothing); then each release is
+  charged before its noise is drawn (:meth:`Ledger.release <dpledger.Ledger.release>`).
+* **A budget is never duplicated**: ``copy``/``deepcopy`` of a :class:`~dpledger.Ledger`
+  return the same ledger (so ``sklearn.clone`` shares it: every fold of a
+  cross-validation draws on one budget), and pickling an in-memory ledger is refused.
+  A fitted estimator pickles its own per-fit ``ledger_`` as a read-only record.
+* **Variants**: ``"calibrated"`` (default) solves the noise so that all releases,
+  composed jointly with the tightest valid method, meet (ε, δ); ``"published"`` uses
+  the paper's constants — charged at their *true* cost, refused if that is over budget.
+* **Data bounds are declared, never estimated**; rows outside are clipped to them.
+  **Adjacency** is explicit and every sensitivity follows it. ``rng`` (a Generator or an
+  int seed) makes a fit reproducible. ``releases_`` lists the events charged, in order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from dpledger._public import namespace
+from dpledger._validation import check_positive, check_probability
+from dpledger.accountant import events as ev
+from dpledger.errors import (
+    BudgetExceededError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
+from dpledger.ledger import Ledger
+from dpledger.mechanisms._rng import resolve_rng
+
+__all__ = ["ADJACENCIES", "VARIANTS", "PrivateEstimator", "Release"]
+
+ADJACENCIES = (ev.ADD_REMOVE, ev.REPLACE_ONE)
+VARIANTS = ("calibrated", "published")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One planned release of a fit: its name, the mechanism, and the statistic."""
+
+    name: str
+    mechanism: Any
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Scaled:
+    """A schedule at noise scale p, as one composed event (for ledger calibration)."""
+
+    p: float
+    event: ev.Event
+
+
+class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
+    """Base class: budget, ledger, variant and adjacency handling shared by estimators.
+
+    Subclasses define their parameters in ``__init__`` (keyword-only, stored as given)
+    and call :meth:`_release_all` from ``fit`` with the schedule of releases.
+    """
+
+    epsilon: Any
+    delta: Any
+    ledger: Any
+    adjacency: Any
+    variant: Any
+    rng: Any
+
+    # -- parameter checks (at fit time: __init__ only stores) --------------------------
+
+    def _budget(self) -> tuple[float, float]:
+        if self.epsilon is None:
+            raise InvalidArgumentError(
+                f"{type(self).__name__} needs `epsilon`, the guarantee this fit must meet. "
+                "Found None."
+            )
+        epsilon = check_positive("epsilon", self.epsilon)
+        if math.isinf(epsilon):
+            raise InvalidArgumentError(f"`epsilon` must be finite. Found {self.epsilon!r}.")
+        if self.delta is None:
+            raise InvalidArgumentError(
+                f"{type(self).__name__} needs `delta` (0 for pure DP where the method allows "
+                "it). Found None."
+            )
+        delta = check_probability("delta", self.delta, high_open=True)
+        return epsilon, delta
+
+    def _adjacency(self) -> str:
+        if self.adjacency not in ADJACENCIES:
+            raise InvalidArgumentError(
+                f"`adjacency` must be one of {', '.join(map(repr, ADJACENCIES))} (declared, "
+                f"never assumed). Found {self.adjacency!r}."
+            )
+        ledger = self.ledger
+        if ledger is not None and ledger.adjacency != self.adjacency:
+            raise InvalidArgumentError(
+                f"`adjacency` {self.adjacency!r} differs from the ledger's "
+                f"{ledger.adjacency!r}: the sensitivities must match the ledger's neighbours."
+            )
+        return str(self.adjacency)
+
+    def _variant(self) -> str:
+        if self.variant not in VARIANTS:
+            raise InvalidArgumentError(
+                f"`variant` must be one of {', '.join(map(repr, VARIANTS))}. Found "
+                f"{self.variant!r}."
+            )
+        return str(self.variant)
+
+    def _shared_ledger(self) -> Ledger | None:
+        ledger = self.ledger
+        if ledger is not None and not isinstance(ledger, Ledger):
+            raise InvalidArgumentTypeError(
+                f"`ledger` must be a dpledger.Ledger or None. Found {type(ledger).__name__}."
+            )
+        return ledger
+
+    @staticmethod
+    def _bound(name: str, value: Any) -> float:
+        if value is None:
+            raise InvalidArgumentError(
+                f"`{name}` must be declared: bounds are never estimated from the data (that "
+                "would leak it). Found None."
+            )
+        bound = check_positive(name, value)
+        if math.isinf(bound):
+            raise InvalidArgumentError(f"`{name}` must be finite. Found {value!r}.")
+        return bound
+
+    # -- the schedule: calibrate, check, release ---------------------------------------
+
+    def _calibrate(
+        self, make: Callable[[float], Sequence[Any]], ledger: Ledger | None, initial: float
+    ) -> float:
+        """The smallest noise scale p whose schedule ``make(p)`` meets this fit's budget.
+
+        Without a shared ledger: jointly with the tightest non-adaptive method
+        (``calibrate.solve``, method "auto"); the per-fit ledger then plans exactly this
+        schedule. With one: in the shared ledger's own currency — the schedule must fit
+        a ledger of the same kind holding this fit's (ε, δ) — so the shared ledger
+        accepts it.
+        """
+        from dpledger.calibrate import solve
+
+        epsilon, delta = self._budget()
+
+        def composed(p: float) -> ev.Event:
+            return ev.Composed(tuple(m.event for m in make(p)))
+
+        if ledger is None:
+            return solve(composed, epsilon=epsilon, delta=delta, initial=initial)
+        config = ledger._currency(make(initial)[0].event)
+        if config.get("accountant") == "plan":
+            raise InvalidArgumentError(
+                "this ledger is planned: it accepts only the releases of its plan. Fit with "
+                "ledger=None (a per-fit planned ledger), or share an unplanned ledger."
+            )
+        like = Ledger(epsilon, delta, adjacency=ledger.adjacency, **config)
+        p = like.calibrate(lambda q: _Scaled(q, composed(q)), initial=initial).p
+        step = 2.0**-40
+        for _ in range(60):  # releases are charged one by one: re-check them as such
+            try:
+                like.check([m for m in make(p)])
+                return float(p)
+            except BudgetExceededError:
+                p *= 1 + step
+                step *= 2
+        like.check([m for m in make(p)])
+        return float(p)
+
+    def _release_all(self, schedule: Sequence[Release], ledger: Ledger | None) -> list[Any]:
+        """Check the whole schedule, then charge and draw each release in order.
+
+        Sets ``ledger_`` and ``releases_``. Returns the noisy values.
+        """
+        epsilon, delta = self._budget()
+        mechanisms = [r.mechanism for r in schedule]
+        if ledger is None:
+            ledger = Ledger(epsilon, delta, adjacency=self._adjacency())
+            ledger.plan(mechanisms, label=f"{type(self).__name__}.fit")  # refuses over budget
+        else:
+            ledger.check(mechanisms)
+        generator = resolve_rng(self.rng)
+        name = type(self).__name__
+        outputs = [
+            ledger.release(r.mechanism, r.value, generator, label=f"{name}: {r.name}")
+            for r in schedule
+        ]
+        self.ledger_ = ledger
+        self.releases_ = [m.event for m in mechanisms]
+        return outputs
+
+    # -- a budget is never duplicated --------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(super().__getstate__())
+        fitted = state.get("ledger_")
+        if fitted is not None and fitted is not self.ledger and fitted._store is None:
+            # the per-fit ledger holds exactly this fit's plan, spent: keep it as a record
+            state["ledger_"] = _LedgerRecord(fitted.to_dict())
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        record = state.get("ledger_")
+        if isinstance(record, _LedgerRecord):
+            state = {**state, "ledger_": record.restore()}
+        super().__setstate__(state)
+
+
+@dataclass(frozen=True)
+class _LedgerRecord:
+    """A fitted estimator's own per-fit ledger, pickled as its receipts.
+
+    The per-fit ledger planned this fit's releases and all of them were made, so it
+    accepts nothing more: restoring it duplicates no budget, only the record.
+    """
+
+    data: dict[str, Any]
+
+    def restore(self) -> Ledger:
+        return Ledger.from_dict(self.data)
+
+
+def symmetric_from_upper(values: np.ndarray, dimension: int) -> np.ndarray:
+    """The symmetric matrix whose scaled upper triangle is ``values`` (see :func:`upper`)."""
+    rows, cols = np.triu_indices(dimension)
+    out = np.zeros((dimension, dimension))
+    scale = np.where(rows == cols, 1.0, 1.0 / math.sqrt(2.0))
+    out[rows, cols] = values * scale
+    out[cols, rows] = values * scale
+    return out
+
+
+def upper(matrix: np.ndarray) -> np.ndarray:
+    """w(M) = (Mᵢᵢ, √2·Mᵢⱼ for i < j): ‖w(M)‖₂ = ‖M‖_F for symmetric M.
+
+    Gaussian noise N(0, σ²I) on w(M), mapped back, is symmetric noise with variance σ²
+    on the diagonal and σ²/2 off it (the distribution of (Z + Zᵀ)/2 used by Wang 2018):
+    the Gaussian mechanism in Frobenius geometry, whose L2 sensitivity is the Frobenius
+    norm of the change (‖xxᵀ‖_F = ‖x‖² for one row).
+    """
+    dimension = matrix.shape[0]
+    rows, cols = np.triu_indices(dimension)
+    scale = np.where(rows == cols, 1.0, math.sqrt(2.0))
+    return np.asarray(matrix[rows, cols] * scale, dtype=float)
+
+
+__dir__ = namespace(__all__)

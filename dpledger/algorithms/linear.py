@@ -1,0 +1,389 @@
+"""Private linear regression from sufficient statistics: SSP and ADASSP (Wang 2018).
+
+Both release noisy sufficient statistics of the clipped, scaled data and solve the
+normal equations on them (post-processing). Internally every row is clipped to the
+declared bounds (‖x‖ ≤ ``x_bound``, |y| ≤ ``y_bound``; record-local, so privacy-neutral)
+and scaled by those public constants to the unit ball; with ``fit_intercept`` a public
+constant column is appended and the row rescaled by 1/√2, so ‖x̃‖ ≤ 1 and |ỹ| ≤ 1.
+
+Releases and L2 sensitivities for one record (B = C = 1 after scaling):
+
+=====================  ====================  ===============  ===============
+release                statistic             add/remove       replace-one
+=====================  ====================  ===============  ===============
+``lambda_min``         λ_min(X̃ᵀX̃)            1 (Weyl)         1 (Weyl)
+``XtX``                X̃ᵀX̃, Frobenius noise  ‖xxᵀ‖_F = 1      √2
+``Xty``                X̃ᵀỹ                   1                2
+=====================  ====================  ===============  ===============
+
+"Frobenius noise" is Gaussian noise on w(M) = (Mᵢᵢ, √2·Mᵢⱼ) (see
+:func:`~dpledger.algorithms.base.upper`): symmetric, variance σ² on the diagonal and σ²/2
+off it — the (Z + Zᵀ)/2 of Wang's code, the Gaussian mechanism in the geometry where one
+row's change xxᵀ has norm ‖x‖². (Wang's SSP adds a non-symmetric d×d matrix of iid noise:
+the published SSP does so, with the same Frobenius sensitivity over d² entries.)
+
+Variants:
+
+* ``"published"`` — Wang's constants: ADASSP adds σ = √(log(6/δ))/(ε/3) to each of its
+  three releases, SSP σ = √(log(4/δ))/ε to each of its two. They are charged at their
+  *true* cost, composed exactly: at nominal (1, 1e-6), add/remove, ADASSP really spends
+  ε ≈ 0.596 (continuous noise) and SSP ε ≈ 1.59 — over its budget, so a ledger holding
+  the nominal (1, 1e-6) refuses it; under replace-one at nominal 5, ADASSP spends ≈ 5.54.
+* ``"calibrated"`` (default) — one noise scale p for the whole schedule, σᵢ = p·Δᵢ/√wᵢ,
+  solved so that the releases composed jointly with the tightest valid method meet
+  exactly (ε, δ) (see :class:`~dpledger.algorithms.base.PrivateEstimator`).
+
+The budget split w (ADASSP default: 0.1 to λ_min, 0.45 each to X̃ᵀX̃ and X̃ᵀỹ) shares
+μ² = Σ(Δᵢ/σᵢ)² between the releases. It is public (data-independent). The two statistics
+enter the estimate symmetrically — θ̂ − θ ≈ (X̃ᵀX̃ + λI)⁻¹(E_y − E_X θ), with ‖θ‖ ≈ 1 on
+scaled data — so minimising E‖E_y − E_Xθ‖² = σ_y²·d + σ_X²·d‖θ‖² subject to a fixed μ²
+gives μ_y² ∝ Δ_y·√d and μ_X² ∝ Δ_X·√d‖θ‖ (Lagrange): equal shares for equal
+sensitivities. λ_min only sets the ridge, and a ridge error of a few noise standard
+deviations barely moves the estimate, so it gets a small share (0.1). The split can be
+changed with ``budget_split``; benchmarks/linear_regression.py measures it.
+
+Sensitivities are derived in SEED-NOTES 002 and docs/algorithms.md; Weyl's inequality
+bounds λ_min's change: adding xxᵀ (PSD, spectral norm ‖x‖²) moves each eigenvalue by a
+value in [0, ‖x‖²].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import special
+from sklearn.base import RegressorMixin
+
+from dpledger._public import namespace
+from dpledger._validation import check_probability, check_reals
+from dpledger.accountant import events as ev
+from dpledger.algorithms import _data
+from dpledger.algorithms.base import (
+    PrivateEstimator,
+    Release,
+    symmetric_from_upper,
+    upper,
+)
+from dpledger.errors import InvalidArgumentError
+from dpledger.mechanisms import Gaussian
+
+__all__ = ["ADASSP", "SSP"]
+
+#: The ridge used when the noisy Gram matrix has no positive eigenvalue and no other
+#: ridge applies (public, in scaled units: Wang's code adds the identity throughout).
+FALLBACK_RIDGE = 1.0
+
+
+def _sensitivities(adjacency: str) -> tuple[float, float, float]:
+    """(λ_min, X̃ᵀX̃ in Frobenius norm, X̃ᵀỹ) for unit bounds."""
+    if adjacency == ev.REPLACE_ONE:
+        return 1.0, math.sqrt(2.0), 2.0
+    return 1.0, 1.0, 1.0
+
+
+def solve_ridge(gram: np.ndarray, moment: np.ndarray, ridge: float) -> np.ndarray:
+    """θ = (M₊ + ridge·I)⁻¹ b for the noisy symmetric M, robust to indefinite noise.
+
+    M is symmetrised and its eigenvalues projected onto [0, ∞) (post-processing); if no
+    eigenvalue of M₊ + ridge·I is positive, :data:`FALLBACK_RIDGE` is used instead.
+    """
+    symmetric = (gram + gram.T) / 2.0
+    values, vectors = np.linalg.eigh(symmetric)
+    shifted = np.maximum(values, 0.0) + max(ridge, 0.0)
+    if shifted.max() <= 0:
+        shifted = np.full_like(shifted, FALLBACK_RIDGE)
+    floor = max(shifted.max() * 1e-12, 1e-300)
+    shifted = np.where(shifted > floor, shifted, max(floor, FALLBACK_RIDGE * 1e-6))
+    return np.asarray(vectors @ ((vectors.T @ moment) / shifted))
+
+
+class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type: ignore[misc]
+    """Shared parts of SSP and ADASSP: scaling, statistics, prediction."""
+
+    fit_intercept: Any
+    x_bound: Any
+    y_bound: Any
+    safe_noise: Any
+
+    def _transform(self) -> _data.Transform:
+        x_bound = self._bound("x_bound", self.x_bound)
+        y_bound = self._bound("y_bound", self.y_bound)
+        intercept = bool(self.fit_intercept)
+
+        def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
+            norms = np.linalg.norm(X, axis=1)
+            factor = np.minimum(1.0, x_bound / np.maximum(norms, 1e-300)) / x_bound
+            Xs = X * factor[:, None]
+            if intercept:
+                Xs = np.hstack([Xs, np.ones((Xs.shape[0], 1))]) / math.sqrt(2.0)
+            ys = None if y is None else np.clip(y, -y_bound, y_bound) / y_bound
+            return Xs, ys
+
+        return transform
+
+    def _statistics(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, int]:
+        X = _data.as_design(X)
+        rows = None if _data.is_dask(X) else X.shape[0]
+        y = _data.as_target(y, rows)
+        xtx, xty = _data.sufficient_statistics(X, y, self._transform())
+        self.n_features_in_ = int(X.shape[1])
+        return xtx, xty, int(X.shape[1])
+
+    def _gaussian(self, sigma: float, sensitivity: float, dimension: int) -> Gaussian:
+        return Gaussian(sigma, sensitivity, dimension=dimension, safe=bool(self.safe_noise))
+
+    def _set_coefficients(self, theta: np.ndarray, features: int) -> None:
+        x_bound = float(self.x_bound)
+        y_bound = float(self.y_bound)
+        if self.fit_intercept:
+            self.coef_ = y_bound * theta[:features] / (x_bound * math.sqrt(2.0))
+            self.intercept_ = float(y_bound * theta[features] / math.sqrt(2.0))
+        else:
+            self.coef_ = y_bound * theta / x_bound
+            self.intercept_ = 0.0
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predictions x·coef_ + intercept_ (post-processing of the released statistics)."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "coef_")
+        X = _data.as_design(X)
+        if X.shape[1] != self.n_features_in_:
+            raise InvalidArgumentError(
+                f"`X` must have {self.n_features_in_} features, as in fit. Found {X.shape[1]}."
+            )
+        return np.asarray(X @ self.coef_ + self.intercept_)
+
+
+class ADASSP(_SufficientStatisticsRegression):
+    """ADASSP: adaptive sufficient-statistics perturbation (Wang 2018, Alg. 2).
+
+    Releases a noisy λ_min(X̃ᵀX̃), shifted down so that it underestimates λ_min with
+    probability ≥ 1 − ρ/2; chooses the ridge λ so that the noisy Gram matrix stays well
+    conditioned with probability ≥ 1 − ρ/2; releases X̃ᵀX̃ (symmetric noise) and X̃ᵀỹ; returns
+    θ̂ = (X̃ᵀX̃ + noise + λI)⁻¹(X̃ᵀỹ + noise). ρ affects utility only, never privacy.
+
+    Calibrated shift and ridge (σ₁, σ₂ the noise of λ_min and of X̃ᵀX̃'s diagonal):
+    λ̃_min = max(λ_min + σ₁Z − σ₁Φ⁻¹(1 − ρ/2), 0) and
+    λ = max(0, σ₂·√(d·log(4d²/ρ)) − λ̃_min). Published (Wang's constants, his ρ):
+    λ̃_min = max(λ_min + σ₀Z − log(6/δ)/(ε/3), 0), λ = max(0, σ₀√(d·log(2d²/ρ)) − λ̃_min).
+
+    Args:
+        epsilon: The ε this fit must meet.
+        delta: The δ this fit must meet (> 0).
+        x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
+        y_bound: Declared bound on |y| (values beyond are clipped).
+        adjacency: "add_remove" or "replace_one" (declared).
+        fit_intercept: Fit an intercept (a public constant column).
+        rho: Failure probability of the eigenvalue and conditioning bounds, in (0, 1).
+        budget_split: Shares of μ² for (λ_min, X̃ᵀX̃, X̃ᵀỹ) in the calibrated variant.
+        variant: "calibrated" or "published".
+        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        safe_noise: Exact discrete noise on a fine grid (default; charged as the
+            discrete Gaussian it is) or floating-point Gaussian noise (charged exactly as
+            a Gaussian; vulnerable to floating-point attacks — reproduction only).
+        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+
+    Example:
+        >>> import numpy as np
+        >>> from dpledger.algorithms import ADASSP
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(5000, 3)) / 3
+        >>> y = np.clip(X @ [0.5, -0.2, 0.1] + 0.05 * rng.normal(size=5000), -1, 1)
+        >>> model = ADASSP(epsilon=1.0, delta=1e-6, x_bound=1.0, y_bound=1.0,
+        ...                adjacency="add_remove", rng=1).fit(X, y)
+        >>> len(model.releases_), round(model.ledger_.spent[0], 6) <= 1.0
+        (3, True)
+    """
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        x_bound: float | None = None,
+        y_bound: float | None = None,
+        adjacency: str | None = None,
+        fit_intercept: bool = True,
+        rho: float = 0.05,
+        budget_split: Sequence[float] | None = None,
+        variant: str = "calibrated",
+        ledger: Any = None,
+        safe_noise: bool = True,
+        rng: Any = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.x_bound = x_bound
+        self.y_bound = y_bound
+        self.adjacency = adjacency
+        self.fit_intercept = fit_intercept
+        self.rho = rho
+        self.budget_split = budget_split
+        self.variant = variant
+        self.ledger = ledger
+        self.safe_noise = safe_noise
+        self.rng = rng
+
+    def _split(self) -> tuple[float, float, float]:
+        if self.budget_split is None:
+            return 0.1, 0.45, 0.45
+        shares = check_reals("budget_split", self.budget_split)
+        if len(shares) != 3 or any(not (s > 0 and math.isfinite(s)) for s in shares):
+            raise InvalidArgumentError(
+                "`budget_split` must be three positive shares for (lambda_min, XtX, Xty). "
+                f"Found {self.budget_split!r}."
+            )
+        total = math.fsum(shares)
+        return shares[0] / total, shares[1] / total, shares[2] / total
+
+    def fit(self, X: Any, y: Any) -> ADASSP:
+        """Check the schedule fits the ledger, release the three statistics, solve."""
+        epsilon, delta = self._budget()
+        if delta == 0:
+            raise InvalidArgumentError("ADASSP releases Gaussian noise: `delta` must be > 0.")
+        adjacency = self._adjacency()
+        variant = self._variant()
+        ledger = self._shared_ledger()
+        rho = check_probability("rho", self.rho, low_open=True, high_open=True)
+        split = self._split()
+        xtx, xty, features = self._statistics(X, y)
+        d = xtx.shape[0]
+        entries = d * (d + 1) // 2
+        deltas = _sensitivities(adjacency)
+        lam_min = float(np.linalg.eigvalsh((xtx + xtx.T) / 2.0)[0])
+
+        def schedule(sigmas: Sequence[float]) -> list[Gaussian]:
+            return [
+                self._gaussian(sigmas[0], deltas[0], 1),
+                self._gaussian(sigmas[1], deltas[1], entries),
+                self._gaussian(sigmas[2], deltas[2], d),
+            ]
+
+        if variant == "published":
+            sigma0 = math.sqrt(math.log(6.0 / delta)) / (epsilon / 3.0)
+            mechanisms = schedule([sigma0] * 3)
+            shift = math.log(6.0 / delta) / (epsilon / 3.0)
+            ridge_scale = sigma0 * math.sqrt(d * math.log(2.0 * d * d / rho))
+        else:
+
+            def scaled(p: float) -> list[Gaussian]:
+                return schedule(
+                    [p * dl / math.sqrt(w) for dl, w in zip(deltas, split, strict=True)]
+                )
+
+            p = self._calibrate(
+                scaled, ledger, initial=math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+            )
+            mechanisms = scaled(p)
+            shift = mechanisms[0].sigma * float(special.ndtri(1.0 - rho / 2.0))
+            ridge_scale = mechanisms[1].sigma * math.sqrt(d * math.log(4.0 * d * d / rho))
+        releases = [
+            Release("lambda_min", mechanisms[0], lam_min),
+            Release("XtX", mechanisms[1], upper(xtx)),
+            Release("Xty", mechanisms[2], xty),
+        ]
+        noisy_min, noisy_upper, noisy_xty = self._release_all(releases, ledger)
+        lam_tilde = max(float(np.asarray(noisy_min).ravel()[0]) - shift, 0.0)
+        ridge = max(0.0, ridge_scale - lam_tilde)
+        gram = symmetric_from_upper(np.asarray(noisy_upper, dtype=float), d)
+        theta = solve_ridge(gram, np.asarray(noisy_xty, dtype=float), ridge)
+        self.ridge_ = ridge
+        self._set_coefficients(theta, features)
+        return self
+
+
+class SSP(_SufficientStatisticsRegression):
+    """SSP: sufficient-statistics perturbation (Wang 2018; thesis Alg. 1).
+
+    Releases X̃ᵀX̃ and X̃ᵀỹ with Gaussian noise and solves the normal equations on them
+    (eigenvalues of the noisy Gram matrix projected onto [0, ∞); no ridge, so SSP is
+    unstable where the noise is comparable to λ_min — ADASSP's reason to exist).
+    ``"published"`` adds Wang's non-symmetric d×d noise matrix with
+    σ = √(log(4/δ))/ε per release and solves with it as he does; charged at its true
+    cost (ε ≈ 1.59 at nominal (1, 1e-6), add/remove, continuous noise).
+
+    Args:
+        epsilon: The ε this fit must meet.
+        delta: The δ this fit must meet (> 0).
+        x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
+        y_bound: Declared bound on |y| (values beyond are clipped).
+        adjacency: "add_remove" or "replace_one" (declared).
+        fit_intercept: Fit an intercept (a public constant column).
+        variant: "calibrated" or "published".
+        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        safe_noise: Exact discrete noise (default) or floating-point Gaussian noise.
+        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+    """
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        x_bound: float | None = None,
+        y_bound: float | None = None,
+        adjacency: str | None = None,
+        fit_intercept: bool = True,
+        variant: str = "calibrated",
+        ledger: Any = None,
+        safe_noise: bool = True,
+        rng: Any = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.x_bound = x_bound
+        self.y_bound = y_bound
+        self.adjacency = adjacency
+        self.fit_intercept = fit_intercept
+        self.variant = variant
+        self.ledger = ledger
+        self.safe_noise = safe_noise
+        self.rng = rng
+
+    def fit(self, X: Any, y: Any) -> SSP:
+        """Check the schedule fits the ledger, release X̃ᵀX̃ and X̃ᵀỹ, solve."""
+        epsilon, delta = self._budget()
+        if delta == 0:
+            raise InvalidArgumentError("SSP releases Gaussian noise: `delta` must be > 0.")
+        adjacency = self._adjacency()
+        variant = self._variant()
+        ledger = self._shared_ledger()
+        xtx, xty, features = self._statistics(X, y)
+        d = xtx.shape[0]
+        _, delta_xx, delta_xy = _sensitivities(adjacency)
+        if variant == "published":
+            sigma = math.sqrt(math.log(4.0 / delta)) / epsilon
+            matrix = self._gaussian(sigma, delta_xx, d * d)
+            releases = [
+                Release("XtX", matrix, xtx.ravel()),
+                Release("Xty", self._gaussian(sigma, delta_xy, d), xty),
+            ]
+            noisy_xtx, noisy_xty = self._release_all(releases, ledger)
+            gram = np.asarray(noisy_xtx, dtype=float).reshape(d, d)
+            theta, *_ = np.linalg.lstsq(gram, np.asarray(noisy_xty, dtype=float), rcond=None)
+        else:
+            entries = d * (d + 1) // 2
+
+            def scaled(p: float) -> list[Gaussian]:
+                return [
+                    self._gaussian(p * delta_xx / math.sqrt(0.5), delta_xx, entries),
+                    self._gaussian(p * delta_xy / math.sqrt(0.5), delta_xy, d),
+                ]
+
+            p = self._calibrate(
+                scaled, ledger, initial=math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+            )
+            first, second = scaled(p)
+            releases = [Release("XtX", first, upper(xtx)), Release("Xty", second, xty)]
+            noisy_upper, noisy_xty = self._release_all(releases, ledger)
+            gram = symmetric_from_upper(np.asarray(noisy_upper, dtype=float), d)
+            theta = solve_ridge(gram, np.asarray(noisy_xty, dtype=float), 0.0)
+        self._set_coefficients(np.asarray(theta), features)
+        return self
+
+
+__dir__ = namespace(__all__)
