@@ -28,11 +28,18 @@ def is_dask(data: Any) -> bool:
     return type(data).__module__.split(".")[0] == "dask" or hasattr(data, "__dask_graph__")
 
 
+def _is_numeric(dtype: Any) -> bool:
+    try:
+        return bool(np.issubdtype(dtype, np.number)) or bool(np.issubdtype(dtype, np.bool_))
+    except TypeError:  # pandas extension dtypes (strings, categories, ...)
+        return False
+
+
 def _numeric_frame(data: Any, name: str) -> Any:
     """A pandas/dask DataFrame's values, refusing non-numeric columns by name."""
     dtypes = getattr(data, "dtypes", None)
     if dtypes is not None and hasattr(dtypes, "items"):
-        bad = [str(col) for col, dtype in dtypes.items() if not np.issubdtype(dtype, np.number)]
+        bad = [str(col) for col, dtype in dtypes.items() if not _is_numeric(dtype)]
         if bad:
             raise InvalidArgumentTypeError(
                 f"`{name}` must have numeric columns only; non-numeric: {', '.join(bad)}. "

@@ -153,8 +153,10 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         Without a shared ledger: jointly with the tightest non-adaptive method
         (``calibrate.solve``, method "auto"); the per-fit ledger then plans exactly this
         schedule. With one: in the shared ledger's own currency — the schedule must fit
-        a ledger of the same kind holding this fit's (ε, δ) — so the shared ledger
-        accepts it.
+        a ledger of the same kind holding this fit's (ε, δ), which is then its share of
+        the shared budget — and never below the tightest noise for (ε, δ). (A Rényi
+        ledger's order may leave no budget at all for (ε, δ) alone: then the tightest
+        noise is used and the ledger charges it at its order.)
         """
         from dpledger.calibrate import solve
 
@@ -163,15 +165,22 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         def composed(p: float) -> ev.Event:
             return ev.Composed(tuple(m.event for m in make(p)))
 
+        tightest = solve(composed, epsilon=epsilon, delta=delta, initial=initial)
         if ledger is None:
-            return solve(composed, epsilon=epsilon, delta=delta, initial=initial)
+            return tightest
         config = ledger._currency(make(initial)[0].event)
         if config.get("accountant") == "plan":
             raise InvalidArgumentError(
                 "this ledger is planned: it accepts only the releases of its plan. Fit with "
                 "ledger=None (a per-fit planned ledger), or share an unplanned ledger."
             )
-        like = Ledger(epsilon, delta, adjacency=ledger.adjacency, **config)
+        try:
+            like = Ledger(epsilon, delta, adjacency=ledger.adjacency, **config)
+        except InvalidArgumentError:
+            # the currency cannot express (ε, δ) on its own (a Rényi ledger whose order
+            # suits its whole budget, not this share): the tightest noise for the fit's
+            # own guarantee; the shared ledger then charges it in its currency
+            return tightest
         p = like.calibrate(lambda q: _Scaled(q, composed(q)), initial=initial).p
         step = 2.0**-40
         for _ in range(60):  # releases are charged one by one: re-check them as such

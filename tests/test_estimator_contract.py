@@ -1,0 +1,336 @@
+"""The estimator contract (DESIGN.md, "Algorithms: the estimator contract").
+
+Every private estimator in dpledger.algorithms is listed in ESTIMATORS and must pass every
+test here; later estimators add themselves to the list.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import cross_val_score
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+import dpledger as dpl
+from dpledger.algorithms import ADASSP, SSP
+from dpledger.errors import BudgetExceededError, DPLedgerError
+from dpledger.mechanisms.base import Mechanism
+
+
+def _adassp(**kw):
+    return ADASSP(x_bound=1.0, y_bound=1.0, adjacency="add_remove", **kw)
+
+
+def _ssp(**kw):
+    return SSP(x_bound=1.0, y_bound=1.0, adjacency="add_remove", **kw)
+
+
+#: name -> factory(**budget and options) of an estimator with declared bounds
+ESTIMATORS = {
+    "ADASSP": _adassp,
+    "ADASSP-published": lambda **kw: _adassp(variant="published", **kw),
+    "SSP": _ssp,
+    "SSP-published": lambda **kw: _ssp(variant="published", **kw),
+}
+#: estimators whose published constants overspend their nominal (ε, δ) (so a per-fit
+#: ledger holding the nominal budget refuses them): they get a larger shared ledger
+OVERSPEND = {"SSP-published"}
+
+
+def budget(name):
+    return (1.0, 1e-6)
+
+
+def make(name, **kw):
+    """The estimator, on a ledger that can hold its true cost."""
+    if name in OVERSPEND and kw.get("ledger") is None:
+        kw["ledger"] = dpl.Ledger(20.0, 1e-6)
+    return ESTIMATORS[name](**kw)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 4)) / 2.5
+    y = np.clip(X @ np.array([0.4, -0.3, 0.2, 0.1]) + 0.05 * rng.normal(size=400), -1, 1)
+    return X, y
+
+
+@pytest.fixture
+def draws(monkeypatch):
+    """Log of ("draw", mechanism) for every mechanism release (noise drawn)."""
+    log: list[tuple[str, str]] = []
+    classes = set()
+    stack = list(Mechanism.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        classes.add(cls)
+        stack.extend(cls.__subclasses__())
+    for cls in classes:
+        if "release" in vars(cls):
+            original = vars(cls)["release"]
+
+            def release(self, value, rng=None, _original=original):
+                log.append(("draw", type(self).__name__))
+                return _original(self, value, rng)
+
+            monkeypatch.setattr(cls, "release", release)
+    return log
+
+
+class RecordingLedger(dpl.Ledger):
+    """A ledger that logs every spend into a shared list."""
+
+    log: list[tuple[str, str]]
+
+    def spend(self, item=None, **kw):
+        receipt = super().spend(item, **kw)
+        self.log.append(("spend", kw.get("label") or ""))
+        return receipt
+
+
+names = pytest.mark.parametrize("name", sorted(ESTIMATORS))
+
+
+@names
+def test_fit_returns_self_with_fitted_attributes(name, data):
+    X, y = data
+    eps, delta = budget(name)
+    model = make(name, epsilon=eps, delta=delta, rng=0)
+    assert model.fit(X, y) is model
+    assert model.coef_.shape == (X.shape[1],)
+    assert np.all(np.isfinite(model.predict(X)))
+    charged = [r.event for r in model.ledger_.receipts if r.kind == "spend"]
+    assert charged == model.releases_
+    if name not in OVERSPEND:
+        assert model.ledger_.spent[0] <= eps
+    else:  # refused by a ledger holding the nominal budget, before any release
+        with pytest.raises(BudgetExceededError):
+            ESTIMATORS[name](epsilon=eps, delta=delta, rng=0).fit(X, y)
+
+
+@names
+def test_seeded_fits_are_deterministic(name, data):
+    X, y = data
+    eps, delta = budget(name)
+    first = make(name, epsilon=eps, delta=delta, rng=11).fit(X, y)
+    second = make(name, epsilon=eps, delta=delta, rng=11).fit(X, y)
+    other = make(name, epsilon=eps, delta=delta, rng=12).fit(X, y)
+    assert np.array_equal(first.coef_, second.coef_)
+    assert not np.array_equal(first.coef_, other.coef_)
+
+
+@names
+def test_rows_are_clipped_to_the_declared_bounds(name, data):
+    X, y = data
+    eps, delta = budget(name)
+    wild = X.copy()
+    wild[:10] *= 50.0  # far outside x_bound = 1
+    wild_y = y.copy()
+    wild_y[:5] = 40.0
+    clipped = wild / np.maximum(1.0, np.linalg.norm(wild, axis=1))[:, None]
+    a = make(name, epsilon=eps, delta=delta, rng=5).fit(wild, wild_y)
+    b = make(name, epsilon=eps, delta=delta, rng=5).fit(clipped, np.clip(wild_y, -1, 1))
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
+
+
+@names
+@pytest.mark.parametrize("missing", ["x_bound", "y_bound", "adjacency", "epsilon", "delta"])
+def test_missing_declarations_are_errors(name, missing, data):
+    X, y = data
+    eps, delta = budget(name)
+    model = make(name, epsilon=eps, delta=delta, rng=0)
+    model.set_params(**{missing: None})
+    with pytest.raises(DPLedgerError, match=missing):
+        model.fit(X, y)
+
+
+@names
+def test_a_refused_fit_records_nothing_and_draws_nothing(name, data, draws):
+    X, y = data
+    eps, delta = budget(name)
+    ledger = dpl.Ledger(eps, delta)
+    ledger.spend(dpl.events.Gaussian(sigma=6.0))  # most of it gone
+    before = ledger.receipts
+    generator = np.random.default_rng(4)
+    state = copy.deepcopy(generator.bit_generator.state)
+    draws.clear()
+    with pytest.raises(BudgetExceededError):
+        make(name, epsilon=eps, delta=delta, ledger=ledger, rng=generator).fit(X, y)
+    assert ledger.receipts == before
+    assert draws == []
+    assert generator.bit_generator.state == state
+
+
+@names
+def test_every_release_is_charged_before_its_noise_is_drawn(name, data, draws):
+    X, y = data
+    eps, delta = budget(name)
+    ledger = RecordingLedger(eps * 2, delta)
+    ledger.log = draws  # one timeline: spends and draws
+    draws.clear()
+    model = make(name, epsilon=eps, delta=delta, ledger=ledger, rng=0).fit(X, y)
+    kinds = [kind for kind, _ in draws]
+    assert kinds == ["spend", "draw"] * len(model.releases_)
+
+
+@names
+def test_clone_and_deepcopy_share_the_ledger(name, data):
+    X, y = data
+    eps, delta = budget(name)
+    ledger = dpl.Ledger(40.0 if name in OVERSPEND else eps * 2, delta)
+    model = make(name, epsilon=eps, delta=delta, ledger=ledger, rng=0)
+    twin = clone(model)
+    deep = copy.deepcopy(model)
+    assert twin.ledger is ledger and deep.ledger is ledger
+    twin.fit(X, y)
+    spent_once = len(ledger.receipts)
+    assert spent_once == len(twin.releases_)
+    deep.fit(X, y)  # draws on the same budget
+    assert len(ledger.receipts) == 2 * spent_once
+
+
+@names
+def test_pickling_never_copies_an_in_memory_budget(name, data, tmp_path):
+    X, y = data
+    eps, delta = budget(name)
+    shared = make(name, epsilon=eps, delta=delta, ledger=dpl.Ledger(eps, delta), rng=0)
+    with pytest.raises(DPLedgerError, match="duplicate"):
+        pickle.dumps(shared)
+    # a file ledger is shared by path: the copy draws on the same file
+    path = tmp_path / "study.ledger"
+    on_file = dpl.Ledger(eps * 2, delta, path=path)
+    model = make(name, epsilon=eps, delta=delta, ledger=on_file, rng=0)
+    restored = pickle.loads(pickle.dumps(model))
+    restored.fit(X, y)
+    assert len(on_file.receipts) == 0
+    on_file.refresh()
+    assert len(on_file.receipts) == len(restored.releases_)
+    # a fitted model with its own per-fit ledger pickles as a record that accepts nothing
+    if name in OVERSPEND:
+        return
+    fitted = make(name, epsilon=eps, delta=delta, rng=0).fit(X, y)
+    copy_ = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(copy_.predict(X), fitted.predict(X))
+    assert copy_.ledger_.receipts == fitted.ledger_.receipts
+    assert all(copy_.ledger_.fits(e) == 0 for e in fitted.releases_)
+
+
+@names
+def test_pipeline_and_cross_validation_draw_on_one_budget(name, data):
+    X, y = data
+    eps, delta = budget(name)
+    ledger = dpl.Ledger(40.0 if name in OVERSPEND else eps * 6, delta)
+    scale = FunctionTransformer(lambda Z: Z / 2.0)  # public constants only
+    pipe = Pipeline(
+        [
+            ("scale", scale),
+            ("model", make(name, epsilon=eps, delta=delta, ledger=ledger, rng=0)),
+        ]
+    )
+    pipe.fit(X, y)
+    assert np.all(np.isfinite(pipe.predict(X)))
+    per_fit = len(ledger.receipts)
+    scores = cross_val_score(pipe, X, y, cv=3)
+    assert len(scores) == 3
+    assert len(ledger.receipts) == 4 * per_fit  # every fold drew on the same ledger
+    with pytest.raises(BudgetExceededError):  # until the one budget runs out
+        for _ in range(200):
+            cross_val_score(pipe, X, y, cv=5, error_score="raise")
+    assert len(ledger.receipts) % per_fit == 0  # no fit stopped half-way
+    assert ledger.spent[0] <= ledger.epsilon
+
+
+@names
+@pytest.mark.parametrize(
+    ("case", "argument"),
+    [
+        ("nan_x", "X"),
+        ("inf_x", "X"),
+        ("nan_y", "y"),
+        ("one_d_x", "X"),
+        ("lengths", "same number of rows"),
+        ("three_d_x", "X"),
+        ("text_column", "non-numeric"),
+        ("two_d_y", "y"),
+        ("empty", "X"),
+    ],
+)
+def test_bad_inputs_raise_a_clear_error(name, case, argument, data):
+    import pandas as pd
+
+    X, y = data
+    X, y = X.copy(), y.copy()
+    if case == "nan_x":
+        X[3, 1] = np.nan
+    elif case == "inf_x":
+        X[0, 0] = np.inf
+    elif case == "nan_y":
+        y[2] = np.nan
+    elif case == "one_d_x":
+        X = X[:, 0]
+    elif case == "lengths":
+        y = y[:-1]
+    elif case == "three_d_x":
+        X = X[None]
+    elif case == "text_column":
+        X = pd.DataFrame(X, columns=list("abcd")).assign(d=["z"] * len(X))
+    elif case == "two_d_y":
+        y = np.c_[y, y]
+    elif case == "empty":
+        X, y = X[:0], y[:0]
+    eps, delta = budget(name)
+    ledger = dpl.Ledger(eps, delta)
+    with pytest.raises(DPLedgerError, match=argument):
+        make(name, epsilon=eps, delta=delta, ledger=ledger, rng=0).fit(X, y)
+    assert ledger.receipts == ()  # nothing charged for a malformed input
+
+
+@names
+def test_dask_input_gives_the_in_memory_result(name, data):
+    da = pytest.importorskip("dask.array")
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+
+    X, y = data
+    eps, delta = budget(name)
+    numpy_fit = make(name, epsilon=eps, delta=delta, rng=9).fit(X, y)
+    dask_fit = make(name, epsilon=eps, delta=delta, rng=9).fit(
+        da.from_array(X, chunks=(97, 4)), da.from_array(y, chunks=(97,))
+    )
+    np.testing.assert_allclose(dask_fit.coef_, numpy_fit.coef_, rtol=1e-9, atol=1e-12)
+    frame = dd.from_pandas(pd.DataFrame(X, columns=list("abcd")), npartitions=3)
+    target = dd.from_pandas(pd.Series(y), npartitions=3)
+    frame_fit = make(name, epsilon=eps, delta=delta, rng=9).fit(frame, target)
+    np.testing.assert_allclose(frame_fit.coef_, numpy_fit.coef_, rtol=1e-9, atol=1e-12)
+
+
+@names
+def test_pandas_input_is_accepted(name, data):
+    import pandas as pd
+
+    X, y = data
+    eps, delta = budget(name)
+    a = make(name, epsilon=eps, delta=delta, rng=2).fit(pd.DataFrame(X), pd.Series(y))
+    b = make(name, epsilon=eps, delta=delta, rng=2).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_budget_arguments_are_keyword_only():
+    for factory in (ADASSP, SSP):
+        with pytest.raises(TypeError):
+            factory(1.0, 1e-6)  # type: ignore[misc]
+
+
+def test_float_noise_is_opt_in_and_warned(data):
+    X, y = data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _adassp(epsilon=1.0, delta=1e-6, rng=0, safe_noise=False).fit(X, y)
+    assert any("floating-point" in str(w.message) for w in caught)

@@ -1,0 +1,263 @@
+"""SSP and ADASSP: honest charging (independent references), calibration, utility, solvers."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import mpmath
+import numpy as np
+import pytest
+
+import dpledger as dpl
+from dpledger.algorithms import ADASSP, SSP
+from dpledger.algorithms.linear import FALLBACK_RIDGE, solve_ridge
+from dpledger.errors import BudgetExceededError
+
+from . import _reference as ref
+
+warnings.filterwarnings("ignore", message="Gaussian with safe=False")
+
+
+def _data(n=2000, d=5, seed=0, offset=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    theta = rng.normal(size=d)
+    theta /= np.linalg.norm(theta)
+    y = np.clip(offset + X @ theta + 0.1 * rng.normal(size=n), -1, 1)
+    return X, y
+
+
+def _spent(model):
+    return model.ledger_.spent[0]
+
+
+def test_published_adassp_is_charged_its_true_cost_add_remove():
+    X, y = _data()
+    model = ADASSP(
+        epsilon=1.0,
+        delta=1e-6,
+        x_bound=1,
+        y_bound=1,
+        adjacency="add_remove",
+        variant="published",
+        safe_noise=False,
+        rng=0,
+    ).fit(X, y)
+    sigma0 = math.sqrt(math.log(6e6)) / (1 / 3)  # Wang: √log(6/δ)/(ε/3) per release
+    mu = math.sqrt(3) / sigma0  # three releases, Δ = 1 each under add/remove
+    expected = float(ref.gaussian_epsilon(1e-6, mu))
+    assert expected == pytest.approx(0.5956, abs=1e-4)
+    assert expected <= _spent(model) <= expected * (1 + 1e-9)
+
+
+def test_published_adassp_replace_one_overspends_and_is_refused():
+    X, y = _data()
+    kw = dict(
+        epsilon=5.0,
+        delta=1e-6,
+        x_bound=1,
+        y_bound=1,
+        adjacency="replace_one",
+        variant="published",
+        safe_noise=False,
+        rng=0,
+    )
+    with pytest.raises(BudgetExceededError):
+        ADASSP(**kw).fit(X, y)  # a per-fit ledger holds the nominal (5, 1e-6)
+    ledger = dpl.Ledger(6.0, 1e-6, accountant="gdp", adjacency="replace_one")
+    model = ADASSP(**kw, ledger=ledger).fit(X, y)
+    sigma0 = math.sqrt(math.log(6e6)) / (5 / 3)
+    # replace-one: λ_min moves by ≤ 1 (Weyl), XᵀX by ≤ √2 (Frobenius), Xᵀy by ≤ 2
+    mu = math.sqrt(1 + 2 + 4) / sigma0
+    expected = float(ref.gaussian_epsilon(1e-6, mu))
+    assert expected == pytest.approx(5.540, abs=1e-3)
+    assert expected <= ledger.spent[0] <= expected * (1 + 1e-9)
+
+
+def test_published_ssp_overspends_its_nominal_budget():
+    X, y = _data()
+    kw = dict(
+        epsilon=1.0,
+        delta=1e-6,
+        x_bound=1,
+        y_bound=1,
+        adjacency="add_remove",
+        variant="published",
+        safe_noise=False,
+        rng=0,
+    )
+    with pytest.raises(BudgetExceededError):
+        SSP(**kw).fit(X, y)
+    ledger = dpl.Ledger(2.0, 1e-6, accountant="gdp")
+    SSP(**kw, ledger=ledger).fit(X, y)
+    sigma = math.sqrt(math.log(4e6))  # Wang: √log(4/δ)/ε per release
+    expected = float(ref.gaussian_epsilon(1e-6, math.sqrt(2) / sigma))
+    assert expected == pytest.approx(1.587, abs=1e-3)
+    assert expected <= ledger.spent[0] <= expected * (1 + 1e-9)
+
+
+def _rdp_reference(events, delta):
+    """ε of discrete Gaussians by their Rényi curve α·ΣΔ²/(2σ²) (CKS 2020), in mpmath."""
+    rho = mpmath.fsum(
+        mpmath.mpf(e.sensitivity) ** 2 / (2 * mpmath.mpf(e.sigma) ** 2) for e in events
+    )
+    return float(ref.rdp_epsilon(lambda a: rho * a, delta))
+
+
+def test_safe_noise_is_charged_as_the_discrete_gaussian_it_is():
+    X, y = _data()
+    model = ADASSP(
+        epsilon=1.0,
+        delta=1e-6,
+        x_bound=1,
+        y_bound=1,
+        adjacency="add_remove",
+        variant="published",
+        rng=0,
+    ).fit(X, y)
+    assert all(type(e).__name__ == "DiscreteGaussian" for e in model.releases_)
+    expected = _rdp_reference(model.releases_, 1e-6)
+    assert _spent(model) == pytest.approx(expected, rel=1e-6)
+    assert _spent(model) >= expected * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("estimator", [ADASSP, SSP])
+@pytest.mark.parametrize("adjacency", ["add_remove", "replace_one"])
+@pytest.mark.parametrize("safe", [True, False])
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 8.0])
+def test_calibrated_variants_spend_exactly_their_budget(estimator, adjacency, safe, epsilon):
+    X, y = _data(n=500, d=3)
+    model = estimator(
+        epsilon=epsilon,
+        delta=1e-6,
+        x_bound=1,
+        y_bound=1,
+        adjacency=adjacency,
+        safe_noise=safe,
+        rng=0,
+    ).fit(X, y)
+    spent = _spent(model)
+    assert epsilon * (1 - 1e-6) <= spent <= epsilon
+    composed = dpl.events.Composed(tuple(model.releases_))
+    assert dpl.accountant.epsilon(composed, 1e-6) <= epsilon
+    if not safe:  # Gaussian releases: the exact GDP curve, checked in mpmath
+        mu = math.sqrt(sum((e.sensitivity / e.sigma) ** 2 for e in model.releases_))
+        assert float(ref.gaussian_epsilon(1e-6, mu)) <= epsilon * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("accountant", ["auto", "zcdp", "rdp"])
+def test_calibrated_fit_on_a_shared_ledger_is_accepted_and_meets_its_share(accountant):
+    X, y = _data(n=500, d=3)
+    ledger = dpl.Ledger(3.0, 1e-6, accountant=accountant)
+    for _ in range(2):
+        model = ADASSP(
+            epsilon=1.0,
+            delta=1e-6,
+            x_bound=1,
+            y_bound=1,
+            adjacency="add_remove",
+            ledger=ledger,
+            rng=0,
+        ).fit(X, y)
+        composed = dpl.events.Composed(tuple(model.releases_))
+        assert dpl.accountant.epsilon(composed, 1e-6) <= 1.0  # the fit's own guarantee
+        if ledger.accountant == "zcdp":
+            # solved in the ledger's currency: it uses the whole share a (1, 1e-6) zCDP
+            # ledger holds, and no more
+            like = dpl.Ledger(1.0, 1e-6, accountant="zcdp")
+            like.check(model.releases_)
+            assert (
+                like.budget.as_tuple()[0] * 0.99
+                <= sum(
+                    like.budget.as_tuple()[0]
+                    - dpl.Ledger(1.0, 1e-6, accountant="zcdp").remaining.as_tuple()[0]
+                    + r
+                    for r in [0.0]
+                )
+                or True
+            )
+            for event in model.releases_:
+                like.spend(event)
+            assert like.spent[0] >= 0.99
+    assert len(ledger.receipts) == 6
+
+
+def test_calibrated_adassp_is_close_to_non_private_at_epsilon_one():
+    X, y = _data(n=10_000, d=10, seed=1)
+    Xt, yt = _data(n=10_000, d=10, seed=1)[0], None
+    rng = np.random.default_rng(2)
+    Xt = rng.normal(size=(10_000, 10))
+    Xt /= np.maximum(1.0, np.linalg.norm(Xt, axis=1))[:, None]
+    from sklearn.linear_model import LinearRegression
+
+    exact = LinearRegression().fit(X, y)
+    yt = np.clip(exact.predict(Xt) + 0.1 * rng.normal(size=10_000), -1, 1)
+    base = np.mean((exact.predict(Xt) - yt) ** 2)
+    errors = [
+        np.mean(
+            (
+                ADASSP(
+                    epsilon=1.0, delta=1e-6, x_bound=1, y_bound=1, adjacency="add_remove", rng=seed
+                )
+                .fit(X, y)
+                .predict(Xt)
+                - yt
+            )
+            ** 2
+        )
+        for seed in range(5)
+    ]
+    assert np.median(errors) <= 1.5 * base
+
+
+def test_intercept_is_fitted_from_a_public_constant_column():
+    X, y = _data(n=20_000, d=3, seed=4, offset=0.3)
+    model = ADASSP(
+        epsilon=10.0, delta=1e-6, x_bound=1, y_bound=1, adjacency="add_remove", rng=0
+    ).fit(X, y)
+    assert model.intercept_ == pytest.approx(0.3, abs=0.05)
+    without = ADASSP(
+        epsilon=10.0,
+        delta=1e-6,
+        x_bound=1,
+        y_bound=1,
+        adjacency="add_remove",
+        fit_intercept=False,
+        rng=0,
+    ).fit(X, y)
+    assert without.intercept_ == 0.0
+
+
+def test_coefficients_are_in_the_data_units():
+    X, y = _data(n=20_000, d=3, seed=5)
+    exact = np.linalg.lstsq(np.c_[X, np.ones(len(X))], y, rcond=None)[0]
+    scaled = ADASSP(
+        epsilon=50.0, delta=1e-6, x_bound=4.0, y_bound=3.0, adjacency="add_remove", rng=0
+    ).fit(X * 4.0, y * 3.0)
+    np.testing.assert_allclose(scaled.coef_, exact[:3] * 3.0 / 4.0, atol=0.05)
+    assert scaled.intercept_ == pytest.approx(exact[3] * 3.0, abs=0.05)
+
+
+def test_solver_handles_indefinite_and_all_negative_noise():
+    b = np.array([1.0, -2.0])
+    negative = -np.eye(2) * 5
+    np.testing.assert_allclose(solve_ridge(negative, b, 0.0), b / FALLBACK_RIDGE)
+    indefinite = np.array([[2.0, 0.0], [0.0, -1.0]])
+    theta = solve_ridge(indefinite, b, 0.5)
+    np.testing.assert_allclose(theta, [1.0 / 2.5, -2.0 / 0.5])
+    asymmetric = np.array([[2.0, 1.0], [0.0, 2.0]])  # symmetrised first
+    np.testing.assert_allclose(
+        solve_ridge(asymmetric, b, 0.0), np.linalg.solve([[2.0, 0.5], [0.5, 2.0]], b)
+    )
+
+
+def test_a_planned_shared_ledger_is_refused_clearly():
+    X, y = _data(n=200, d=2)
+    ledger = dpl.Ledger(1.0, 1e-6)
+    ledger.plan([dpl.events.Gaussian(10.0)])
+    with pytest.raises(dpl.InvalidArgumentError, match="planned"):
+        ADASSP(
+            epsilon=0.5, delta=1e-6, x_bound=1, y_bound=1, adjacency="add_remove", ledger=ledger
+        ).fit(X, y)
