@@ -67,7 +67,7 @@ def test_published_adassp_replace_one_overspends_and_is_refused():
     with pytest.raises(BudgetExceededError):
         ADASSP(**kw).fit(X, y)  # a per-fit ledger holds the nominal (5, 1e-6)
     ledger = dpl.Ledger(6.0, 1e-6, accountant="gdp", adjacency="replace_one")
-    model = ADASSP(**kw, ledger=ledger).fit(X, y)
+    ADASSP(**kw, ledger=ledger).fit(X, y)
     sigma0 = math.sqrt(math.log(6e6)) / (5 / 3)
     # replace-one: λ_min moves by ≤ 1 (Weyl), XᵀX by ≤ √2 (Frobenius), Xᵀy by ≤ 2
     mu = math.sqrt(1 + 2 + 4) / sigma0
@@ -168,16 +168,6 @@ def test_calibrated_fit_on_a_shared_ledger_is_accepted_and_meets_its_share(accou
             # ledger holds, and no more
             like = dpl.Ledger(1.0, 1e-6, accountant="zcdp")
             like.check(model.releases_)
-            assert (
-                like.budget.as_tuple()[0] * 0.99
-                <= sum(
-                    like.budget.as_tuple()[0]
-                    - dpl.Ledger(1.0, 1e-6, accountant="zcdp").remaining.as_tuple()[0]
-                    + r
-                    for r in [0.0]
-                )
-                or True
-            )
             for event in model.releases_:
                 like.spend(event)
             assert like.spent[0] >= 0.99
@@ -186,7 +176,6 @@ def test_calibrated_fit_on_a_shared_ledger_is_accepted_and_meets_its_share(accou
 
 def test_calibrated_adassp_is_close_to_non_private_at_epsilon_one():
     X, y = _data(n=10_000, d=10, seed=1)
-    Xt, yt = _data(n=10_000, d=10, seed=1)[0], None
     rng = np.random.default_rng(2)
     Xt = rng.normal(size=(10_000, 10))
     Xt /= np.maximum(1.0, np.linalg.norm(Xt, axis=1))[:, None]
