@@ -18,7 +18,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 import dpledger as dpl
-from dpledger.algorithms import ADASSP, SSP
+from dpledger.algorithms import ADASSP, SSP, PrivateIRLS
 from dpledger.errors import BudgetExceededError, DPLedgerError
 from dpledger.mechanisms.base import Mechanism
 
@@ -31,8 +31,15 @@ def _ssp(**kw):
     return SSP(x_bound=1.0, y_bound=1.0, adjacency="add_remove", **kw)
 
 
+def _irls(**kw):
+    return PrivateIRLS(x_bound=1.0, y_bound=1.0, adjacency="add_remove", iterations=3, **kw)
+
+
 #: name -> factory(**budget and options) of an estimator with declared bounds
 ESTIMATORS = {
+    "PrivateIRLS": _irls,
+    "PrivateIRLS-published": lambda **kw: _irls(variant="published", **kw),
+    "PrivateIRLS-laplace": lambda **kw: _irls(first_moment="laplace", **kw),
     "ADASSP": _adassp,
     "ADASSP-published": lambda **kw: _adassp(variant="published", **kw),
     "SSP": _ssp,
@@ -40,7 +47,7 @@ ESTIMATORS = {
 }
 #: estimators whose published constants overspend their nominal (ε, δ) (so a per-fit
 #: ledger holding the nominal budget refuses them): they get a larger shared ledger
-OVERSPEND = {"SSP-published"}
+OVERSPEND = {"SSP-published", "PrivateIRLS-published"}
 
 
 def budget(name):

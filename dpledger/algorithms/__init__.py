@@ -5,7 +5,10 @@ Available now: the analyst's descriptive statistics (:mod:`.descriptive`): ``cou
 regression from sufficient statistics (:mod:`.linear`): :class:`ADASSP` and :class:`SSP`,
 scikit-learn estimators following the estimator contract of :mod:`.base`.
 
-Planned: private IRLS, the functional mechanism family (FM, relaxed FM,
+and private IRLS (:mod:`.irls`: :class:`PrivateIRLS`, robust, logistic and Poisson
+regression).
+
+Planned: the functional mechanism family (FM, relaxed FM,
 Gaussian FM, capeFM), objective and output perturbation, KNG and noisy gradient descent
 — each in an "as published" and a "calibrated" form, every release charged as the event
 it really is (see ``shared/docs/SEED-NOTES.md``).
@@ -16,8 +19,19 @@ from __future__ import annotations
 from dpledger._public import namespace
 from dpledger.algorithms.base import PrivateEstimator
 from dpledger.algorithms.descriptive import count, histogram, mean, sum, variance
+from dpledger.algorithms.irls import PrivateIRLS
 from dpledger.algorithms.linear import ADASSP, SSP
 
-__all__ = ["ADASSP", "SSP", "PrivateEstimator", "count", "histogram", "mean", "sum", "variance"]
+__all__ = [
+    "ADASSP",
+    "SSP",
+    "PrivateEstimator",
+    "PrivateIRLS",
+    "count",
+    "histogram",
+    "mean",
+    "sum",
+    "variance",
+]
 
-__dir__ = namespace(__all__, "base", "descriptive", "linear")
+__dir__ = namespace(__all__, "base", "descriptive", "irls", "linear")

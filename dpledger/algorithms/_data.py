@@ -15,7 +15,7 @@ import numpy as np
 
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["as_design", "as_target", "is_dask", "row_chunks", "sufficient_statistics"]
+__all__ = ["as_design", "as_target", "gram", "is_dask", "row_chunks", "sufficient_statistics"]
 
 #: Rows per chunk for in-memory input (bounded memory for the per-chunk copies).
 CHUNK_ROWS = 1 << 16
@@ -129,36 +129,40 @@ def row_chunks(X: np.ndarray, y: np.ndarray | None) -> Iterator[tuple[np.ndarray
         yield X[start:stop], (None if y is None else y[start:stop])
 
 
+Moments = Callable[[np.ndarray, np.ndarray | None], tuple[np.ndarray, np.ndarray]]
+
+
+def gram(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(XᵀX, Xᵀy) of one block (Xᵀy = 0 without y)."""
+    return X.T @ X, (np.zeros(X.shape[1]) if y is None else X.T @ y)
+
+
 def _block_statistics(
-    X: np.ndarray, y: np.ndarray | None, transform: Transform, weights: Any
+    X: np.ndarray, y: np.ndarray | None, transform: Transform, moments: Moments
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(Σ w xxᵀ, Σ w x y) of one block after the record-local ``transform``."""
+    """``moments`` of one block after the record-local ``transform``."""
     if not np.all(np.isfinite(X)) or (y is not None and not np.all(np.isfinite(y))):
         raise InvalidArgumentError("`X` and `y` must be finite; a partition holds NaN or inf.")
     Xt, yt = transform(X, y)
-    w = None if weights is None else weights(Xt, yt)
-    Xw = Xt if w is None else Xt * w[:, None]
-    xtx = Xw.T @ Xt
-    xty = np.zeros(Xt.shape[1]) if yt is None else Xw.T @ yt
-    return xtx, xty
+    return moments(Xt, yt)
 
 
 def sufficient_statistics(
-    X: Any, y: Any, transform: Transform, *, weights: Any = None
+    X: Any, y: Any, transform: Transform, *, moments: Moments = gram
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(Σᵢ wᵢ x̃ᵢx̃ᵢᵀ, Σᵢ wᵢ x̃ᵢỹᵢ) over all rows, x̃, ỹ the transformed (clipped) rows.
+    """Σ over row blocks of ``moments(X̃, ỹ)`` (default (X̃ᵀX̃, X̃ᵀỹ)), in one pass.
 
     ``transform`` is applied to each block independently (it must be record-local, like
-    clipping to declared bounds: a row's result never depends on other rows), and
-    ``weights(X̃, ỹ)`` (optional) gives per-row weights, record-local as well.
+    clipping to declared bounds: a row's result never depends on other rows), and so
+    must ``moments`` be (a sum of per-row terms, e.g. weighted moments Σ sᵢx̃ᵢx̃ᵢᵀ).
     """
     if is_dask(X) or is_dask(y):
-        return _dask_statistics(X, y, transform, weights)
+        return _dask_statistics(X, y, transform, moments)
     d = None
     xtx: np.ndarray | None = None
     xty: np.ndarray | None = None
     for Xb, yb in row_chunks(X, y):
-        a, b = _block_statistics(Xb, yb, transform, weights)
+        a, b = _block_statistics(Xb, yb, transform, moments)
         if xtx is None:
             xtx, xty, d = a, b, a.shape[0]
         else:
@@ -170,7 +174,7 @@ def sufficient_statistics(
 
 
 def _dask_statistics(
-    X: Any, y: Any, transform: Transform, weights: Any
+    X: Any, y: Any, transform: Transform, moments: Moments
 ) -> tuple[np.ndarray, np.ndarray]:
     try:
         import dask.array as da
@@ -198,7 +202,7 @@ def _dask_statistics(
     targets = [None] * len(blocks) if y is None else list(y.to_delayed().ravel())
     block_stats = delayed(_block_statistics)
     parts = [
-        block_stats(xb, yb, transform, weights) for xb, yb in zip(blocks, targets, strict=True)
+        block_stats(xb, yb, transform, moments) for xb, yb in zip(blocks, targets, strict=True)
     ]
     # pairwise tree sum: only d×d partial sums travel, never the rows
     while len(parts) > 1:

@@ -168,7 +168,7 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         tightest = solve(composed, epsilon=epsilon, delta=delta, initial=initial)
         if ledger is None:
             return tightest
-        config = ledger._currency(make(initial)[0].event)
+        config = ledger._currency(composed(initial))  # an undecided auto ledger: by the schedule
         if config.get("accountant") == "plan":
             raise InvalidArgumentError(
                 "this ledger is planned: it accepts only the releases of its plan. Fit with "
@@ -204,7 +204,7 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
             ledger = Ledger(epsilon, delta, adjacency=self._adjacency())
             ledger.plan(mechanisms, label=f"{type(self).__name__}.fit")  # refuses over budget
         else:
-            ledger.check(mechanisms)
+            ledger.check(mechanisms, decide=True)
         generator = resolve_rng(self.rng)
         name = type(self).__name__
         outputs = [

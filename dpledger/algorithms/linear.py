@@ -108,19 +108,28 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
     y_bound: Any
     safe_noise: Any
 
-    def _transform(self) -> _data.Transform:
+    def _rows(self) -> Any:
+        """Rows clipped to ``x_bound``, scaled to the unit ball (+ intercept column)."""
         x_bound = self._bound("x_bound", self.x_bound)
-        y_bound = self._bound("y_bound", self.y_bound)
         intercept = bool(self.fit_intercept)
 
-        def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
+        def rows(X: np.ndarray) -> np.ndarray:
             norms = np.linalg.norm(X, axis=1)
             factor = np.minimum(1.0, x_bound / np.maximum(norms, 1e-300)) / x_bound
             Xs = X * factor[:, None]
             if intercept:
                 Xs = np.hstack([Xs, np.ones((Xs.shape[0], 1))]) / math.sqrt(2.0)
+            return np.asarray(Xs, dtype=float)
+
+        return rows
+
+    def _transform(self) -> _data.Transform:
+        rows = self._rows()
+        y_bound = self._bound("y_bound", self.y_bound)
+
+        def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
             ys = None if y is None else np.clip(y, -y_bound, y_bound) / y_bound
-            return Xs, ys
+            return rows(X), ys
 
         return transform
 

@@ -1025,13 +1025,19 @@ class Ledger:
                 previous = self._receipts[-1].hash if self._receipts else None
                 self._absorb(self._store.verify(start=known, previous=previous))
 
-    def check(self, items: Iterable[Any]) -> None:
+    def check(self, items: Iterable[Any], *, decide: bool = False) -> None:
         """Raise unless these releases, spent now in this order, would all be accepted.
 
         Records nothing: it replays the releases on a copy of the current state with the
         same rule ``spend`` applies (:meth:`_transition`). An estimator calls it before its
         first release so that a fit never stops half-way for lack of budget. (Another
         handle on the same file may still spend in between; each ``spend`` re-checks.)
+
+        An undecided "auto" ledger is checked under the filter it would choose for the
+        whole sequence (not for its first release alone: a Laplace release followed by
+        Gaussian ones needs zCDP, not basic composition). With ``decide=True`` and a
+        sequence that fits, it keeps that choice for its next spend (the first release
+        of the sequence records it).
 
         Raises:
             BudgetExceededError: Release ``k`` of the sequence would overrun the budget.
@@ -1047,6 +1053,10 @@ class Ledger:
         with self._lock:
             self.refresh()
             state, seq = self._state, len(self._receipts)
+            chosen = None
+            if isinstance(state.filter, AutoFilter) and self._pending is None and events:
+                chosen = state.filter.settle(ev.Composed(tuple(events)))
+                state = _State(chosen, chosen.zero())
             for k, event in enumerate(events):
                 draft = {"seq": seq + k, "kind": "spend"}
                 try:
@@ -1057,6 +1067,8 @@ class Ledger:
                         requested=refused.requested,
                         remaining=refused.remaining,
                     ) from None
+            if decide and chosen is not None:
+                self._pending = chosen  # the first spend records this choice
 
     def fits(self, item: Any) -> int:
         """How many more releases of this event (or mechanism) the budget allows now.
