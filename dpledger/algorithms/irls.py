@@ -223,17 +223,22 @@ class PrivateIRLS(_SufficientStatisticsRegression):
             raise InvalidArgumentError(f"`weight_cap` must be finite. Found {cap!r}.")
         return first, second, iterations, cap
 
-    def fit(self, X: Any, y: Any) -> PrivateIRLS:
-        """Check the 2J releases fit the ledger; then J rounds of release and re-weight."""
+    def schedule(self, n_features: int) -> list[ev.Event]:
+        """The events a fit on ``n_features`` columns would charge, in order.
+
+        Fixed before any data is seen (it depends on the parameters and the dimension
+        only; a calibrated fit on a shared ledger also on that ledger's currency), so a
+        reproduction can size or plan a ledger for it first — and an auditor can check
+        it like a declared pipeline.
+        """
+        features = check_int_at_least("n_features", n_features, 1)
+        return [m.event for m in self._mechanisms(features, self._shared_ledger())]
+
+    def _mechanisms(self, features: int, ledger: Any) -> list[Any]:
         epsilon, delta = self._budget()
         adjacency = self._adjacency()
         variant = self._variant()
-        ledger = self._shared_ledger()
         first, second, iterations, _ = self._check_options(delta, variant)
-        Xd = _data.as_design(X)
-        yd = _data.as_target(y, None if _data.is_dask(Xd) else Xd.shape[0])
-        transform = self._transform()
-        features = int(Xd.shape[1])
         d = features + (1 if self.fit_intercept else 0)
         entries = d * (d + 1) // 2
         w, r, trace = self._bounds(d)
@@ -259,26 +264,39 @@ class PrivateIRLS(_SufficientStatisticsRegression):
                 if second == "wishart"
                 else Gaussian(c * matrix_l2 / eps_step, matrix_l2, dimension=entries, safe=safe),
             ]
-            mechanisms = one * iterations
+            return one * iterations
+
+        def scaled(p: float) -> list[Any]:
+            noise_first = p * (vector_l1 if first == "laplace" else vector_l2) / math.sqrt(0.5)
+            return [
+                first_mech(noise_first),
+                Gaussian(p * matrix_l2 / math.sqrt(0.5), matrix_l2, dimension=entries, safe=safe),
+            ] * iterations
+
+        guess = math.sqrt(2 * iterations * math.log(1.25 / max(delta, 1e-300))) / epsilon
+        return scaled(self._calibrate(scaled, ledger, initial=guess))
+
+    def fit(self, X: Any, y: Any) -> PrivateIRLS:
+        """Check the 2J releases fit the ledger; then J rounds of release and re-weight."""
+        epsilon, delta = self._budget()
+        adjacency = self._adjacency()
+        variant = self._variant()
+        ledger = self._shared_ledger()
+        _, _, iterations, _ = self._check_options(delta, variant)
+        Xd = _data.as_design(X)
+        yd = _data.as_target(y, None if _data.is_dask(Xd) else Xd.shape[0])
+        transform = self._transform()
+        features = int(Xd.shape[1])
+        d = features + (1 if self.fit_intercept else 0)
+        mechanisms = self._mechanisms(features, ledger)
+        if variant == "published":
+            eps_step = math.sqrt(epsilon / iterations)
             self.paper_accounting_ = {
                 "per_release_epsilon": eps_step,
                 "claimed": f"({epsilon:g}, {math.sqrt(2 * epsilon):g})-mean-concentrated DP",
                 "true_mean_loss": iterations * eps_step * math.expm1(eps_step),
                 "subgaussian_tau": math.sqrt(2 * iterations) * eps_step,
             }
-        else:
-
-            def scaled(p: float) -> list[Any]:
-                noise_first = p * (vector_l1 if first == "laplace" else vector_l2) / math.sqrt(0.5)
-                return [
-                    first_mech(noise_first),
-                    Gaussian(
-                        p * matrix_l2 / math.sqrt(0.5), matrix_l2, dimension=entries, safe=safe
-                    ),
-                ] * iterations
-
-            guess = math.sqrt(2 * iterations * math.log(1.25 / max(delta, 1e-300))) / epsilon
-            mechanisms = scaled(self._calibrate(scaled, ledger, initial=guess))
         # check the whole schedule before the first release (nothing drawn if refused)
         from dpledger.ledger import Ledger
 
@@ -317,12 +335,16 @@ class PrivateIRLS(_SufficientStatisticsRegression):
                     m_second, upper(matrix), generator, label=f"PrivateIRLS: second moment {t + 1}"
                 )
                 noisy_matrix = symmetric_from_upper(np.asarray(noisy_upper, dtype=float), d)
-            if self.loss == "lad":
-                theta = solve_ridge(noisy_matrix, noisy_vector, 0.0)
-            else:
-                theta = theta + solve_ridge(noisy_matrix, noisy_vector, 0.0)
+            # a ridge at the noise's typical spectral norm (σ√(2d) for symmetric noise of
+            # variance σ² on the diagonal, σ²/2 off it): post-processing of public σ
+            ridge = 0.0 if isinstance(m_second, Wishart) else m_second.sigma * math.sqrt(2 * d)
+            step = solve_ridge(noisy_matrix, noisy_vector, ridge)
+            theta = step if self.loss == "lad" else theta + step
         self.ledger_ = ledger
         self.releases_ = [m.event for m in mechanisms]
+        self.ridge_ = (
+            0.0 if isinstance(mechanisms[1], Wishart) else mechanisms[1].sigma * math.sqrt(2 * d)
+        )
         self.n_features_in_ = features
         self.theta_ = theta
         if self._scale_y():
