@@ -5,9 +5,10 @@ yᵢ ~ N(xᵢᵀθ, 0.01); ε = 0.9; 20 data sets per training size N; test set 
 y-axis is the test log-likelihood per test point (Gaussian model with the generating
 variance, in the scaled units). The paper does not state J, the weight cap or the N grid;
 we use J = 5, cap 1 and N from 10³ to 10⁵. The published variants use the paper's textbook
-floating-point noise (charged exactly by PLD); the calibrated ones the safe discrete noise. The paper normalises x and y by their
-maxima over the data (a data-dependent step); here they are scaled by public constants
-and the declared bounds clip the rare rows beyond them.
+floating-point noise (charged exactly by PLD); the calibrated ones the safe discrete
+noise. The paper normalises x and y by their maxima over the data (a data-dependent
+step); here they are scaled by public constants and the declared bounds clip the rare
+rows beyond them.
 
 Methods (LAD IRLS, the paper's p = 1):
   * "paper, lap" / "paper, gau": the published noise (ε′ = √(ε/J) per release, Laplace or
