@@ -70,7 +70,7 @@ from dpledger.algorithms.base import (
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian
 
-__all__ = ["ADASSP", "SSP"]
+__all__ = ["ADASSP", "FALLBACK_RIDGE", "SSP", "solve_ridge"]
 
 #: The ridge used when the noisy Gram matrix has no positive eigenvalue and no other
 #: ridge applies (public, in scaled units: Wang's code adds the identity throughout).
