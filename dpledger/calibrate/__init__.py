@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+from dpledger.calibrate.dpsgd import DPSGDCalibration, dpsgd_noise_multiplier, dpsgd_schedule
 from dpledger.calibrate.solver import (
     LegacyFormulaWarning,
     classical_gaussian_sigma,
@@ -28,10 +29,13 @@ from dpledger.calibrate.solver import (
 )
 
 __all__ = [
+    "DPSGDCalibration",
     "LegacyFormulaWarning",
     "classical_gaussian_sigma",
     "discrete_gaussian_sigma",
     "discrete_laplace_scale",
+    "dpsgd_noise_multiplier",
+    "dpsgd_schedule",
     "gaussian_sigma",
     "gaussian_sigmas",
     "laplace_scale",
