@@ -104,6 +104,8 @@ def _account(args: argparse.Namespace) -> int:
 def _calibrate(args: argparse.Namespace) -> int:
     kind = args.mechanism
     sampling_rate = getattr(args, "sampling_rate", None)
+    if sampling_rate == 1.0:
+        sampling_rate = None  # every record in every sample: the unsampled release
     if kind == "gaussian":
         noise = calibrate.gaussian_sigma(
             args.epsilon,

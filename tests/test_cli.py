@@ -226,6 +226,14 @@ def test_calibrate_dpsgd_prints_the_schedule_and_rounds_up(capsys):
     assert acc.delta(printed_run, 3.0, method="pld") <= 1e-5
 
 
+def test_calibrate_at_sampling_rate_one_is_the_unsampled_release(capsys):
+    argv = "calibrate gaussian --epsilon 1 --delta 1e-5 --count 10"
+    assert main([*shlex.split(argv), "--sampling-rate", "1"]) == 0
+    sampled = capsys.readouterr().out
+    assert main(shlex.split(argv)) == 0
+    assert sampled == capsys.readouterr().out
+
+
 def test_calibrate_laplace_delta_defaults_to_zero(capsys):
     assert main(["calibrate", "laplace", "--epsilon", "1", "--count", "10"]) == 0
     out = capsys.readouterr().out
