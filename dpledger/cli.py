@@ -1,21 +1,27 @@
-"""The ``dpledger`` command line.
+r"""The ``dpledger`` command line.
 
 ``dpledger account MECHANISM ...`` prints the (ε, δ) guarantee of a composition of
 releases by every accounting method, and the tightest. ``dpledger calibrate MECHANISM``
-prints the smallest noise meeting a target (ε, δ), and the guarantee it achieves.
+prints the smallest noise meeting a target (ε, δ), and the guarantee it achieves;
+``dpledger calibrate dpsgd`` sizes the noise multiplier of a training run.
 
 Example::
 
     dpledger calibrate gaussian --epsilon 1 --delta 1e-5 --count 1000 --sampling-rate 0.01
     dpledger calibrate laplace --epsilon 1 --count 10
+    dpledger calibrate dpsgd --dataset-size 60000 --batch-size 256 --epochs 60 \
+        --epsilon 3 --delta 1e-5
     dpledger account gaussian --sigma 5 --count 100 --delta 1e-5
     dpledger account gaussian --sigma 1.1 --sampling-rate 0.01 --count 10000 --delta 1e-5
-    dpledger account laplace --scale 1 --count 100 --delta 1e-6
+    dpledger account laplace --scale 1 --count 100
     dpledger audit examples/audits/dpsgd.toml --plot dpsgd.png
 
-``dpledger audit PIPELINE.toml`` checks a declared pipeline's claim (see
-:mod:`dpledger.audit`): exit status 0 if the claim is certified, 1 if it is not
-(violated, not certified, unsupported), 2 on an error.
+Each mechanism has its own options; an option that does not apply to the chosen
+mechanism (``account laplace --sigma 1``) is an error, not ignored. ``--delta`` defaults
+to 0 where pure DP makes sense (Laplace, pure DP, randomized response) and is required
+for Gaussian noise. ``dpledger audit PIPELINE.toml`` checks a declared pipeline's claim
+(see :mod:`dpledger.audit`): exit status 0 if the claim is certified, 1 if it is not
+(violated, not certified, unsupported), 2 on an error (also on a usage error).
 """
 
 from __future__ import annotations
@@ -23,17 +29,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import dpledger
 from dpledger import accountant, calibrate
 from dpledger._format import down as fmt_down
 from dpledger._format import up as fmt_up
+from dpledger._table import format_table
 from dpledger.accountant import events as ev
 from dpledger.errors import DPLedgerError, InvalidArgumentError, NotApplicableError
 
 __all__ = ["main"]
+
+
+# -- account ---------------------------------------------------------------------------
 
 
 def _release_event(args: argparse.Namespace) -> ev.Event:
@@ -51,56 +63,61 @@ def _release_event(args: argparse.Namespace) -> ev.Event:
     return base * args.count if args.count != 1 else base
 
 
-def _describe(event: ev.Event) -> str:
-    return repr(event)
+def _reason(error: Exception) -> str:
+    """The first sentence of why a method does not apply (a table cell, not a paragraph)."""
+    first = str(error).split(". ")[0].split(" (found")[0].rstrip(".,;")
+    return first if len(first) <= 72 else first[:71] + "…"
 
 
 def _account(args: argparse.Namespace) -> int:
+    if args.mechanism == "gaussian" and not args.delta > 0:
+        raise InvalidArgumentError(
+            "`--delta` must be positive for gaussian: Gaussian noise is never pure DP "
+            f"(ε = ∞ at δ = 0). Found {args.delta!r}."
+        )
     event = _release_event(args)
     table = accountant.epsilon_by_method(event, args.delta)
     applicable = {m: v for m, v in table.items() if not isinstance(v, NotApplicableError)}
     best = min(applicable.values()) if applicable else None
-    print(f"release : {_describe(event)}")
+    print(f"release : {event!r}")
     print(f"delta   : {args.delta:g}")
     print()
-    print(f"{'method':<10} {'epsilon':>14}  note")
-    print(f"{'-' * 10} {'-' * 14}  {'-' * 40}")
+    print(f"By method (each an upper bound, rounded up): ε at δ = {args.delta:g}")
+    rows = [("method", "epsilon", "note")]
     for method, value in table.items():
         if isinstance(value, NotApplicableError):
-            print(f"{method:<10} {'-':>14}  not applicable")
+            rows.append((method, "n/a", _reason(value)))
         else:
-            mark = "tightest" if value == best else ""
-            print(f"{method:<10} {fmt_up(value, 8):>14}  {mark}")
+            rows.append((method, fmt_up(value, 8), "← tightest" if value == best else ""))
+    print("\n".join(format_table(rows)))
     print()
     if best is None:
         print("No method applies to this release.")
         return 1
-    print(
-        f"Guarantee: ({fmt_up(best, 6)}, {args.delta:g})-DP  [every value above is an upper "
-        "bound, rounded up]"
-    )
+    print(f"Guarantee: ({fmt_up(best, 6)}, {args.delta:g})-DP (an upper bound, rounded up)")
     return 0
+
+
+# -- calibrate -------------------------------------------------------------------------
 
 
 def _calibrate(args: argparse.Namespace) -> int:
     kind = args.mechanism
+    sampling_rate = getattr(args, "sampling_rate", None)
+    if sampling_rate == 1.0:
+        sampling_rate = None  # every record in every sample: the unsampled release
     if kind == "gaussian":
         noise = calibrate.gaussian_sigma(
             args.epsilon,
             args.delta,
             sensitivity=args.sensitivity,
             count=args.count,
-            sampling_rate=args.sampling_rate,
+            sampling_rate=sampling_rate,
             method=args.method,
         )
         one: ev.Event = ev.Gaussian(noise, args.sensitivity)
         name = "sigma"
     elif kind == "laplace":
-        if args.sampling_rate is not None:
-            print(
-                "dpledger: error: --sampling-rate is supported for gaussian only", file=sys.stderr
-            )
-            return 2
         noise = calibrate.laplace_scale(
             args.epsilon,
             sensitivity=args.sensitivity,
@@ -120,14 +137,14 @@ def _calibrate(args: argparse.Namespace) -> int:
         )
         one = ev.DiscreteGaussian(noise, args.sensitivity, dimension=1)
         name = "sigma"
-    if args.sampling_rate is not None:
-        one = ev.PoissonSampled(one, args.sampling_rate)
+    if sampling_rate is not None:
+        one = ev.PoissonSampled(one, sampling_rate)
     event = one * args.count if args.count > 1 else one
     achieved_delta = accountant.delta(event, args.epsilon, method=args.method)
     achieved_epsilon = accountant.epsilon(event, args.delta, method=args.method)
     print(
         f"mechanism : {kind} (sensitivity {args.sensitivity:g}, count {args.count}"
-        + (f", Poisson rate {args.sampling_rate:g})" if args.sampling_rate else ")")
+        + (f", Poisson rate {sampling_rate:g})" if sampling_rate else ")")
     )
     print(f"target    : ({args.epsilon:g}, {args.delta:g})-DP, method {args.method}")
     print(f"{name:<9} : {fmt_up(noise, 10)}  (rounded up: at least the calibrated value)")
@@ -136,6 +153,44 @@ def _calibrate(args: argparse.Namespace) -> int:
         f"delta {fmt_up(achieved_delta, 6)} at epsilon {args.epsilon:g}"
     )
     return 0
+
+
+def _calibrate_dpsgd(args: argparse.Namespace) -> int:
+    run = calibrate.dpsgd_noise_multiplier(
+        dataset_size=args.dataset_size,
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        epsilon=args.epsilon,
+        delta=args.delta,
+        method=args.method,
+    )
+    per_epoch = run.steps // run.epochs
+    print(
+        f"DP-SGD    : {run.dataset_size} examples, batch size {run.batch_size}, {run.epochs} epochs"
+    )
+    print(
+        f"steps     : {run.steps} = {run.epochs} epochs × ⌈{run.dataset_size}/{run.batch_size}⌉"
+        f" = {run.epochs} × {per_epoch}"
+    )
+    print(
+        f"rate q    : {fmt_up(run.sampling_rate, 8)} = {run.batch_size}/{run.dataset_size} "
+        "(Poisson sampling)"
+    )
+    print(f"target    : ({run.epsilon:g}, {run.delta:g})-DP, method {args.method}")
+    print(
+        f"sigma     : {fmt_up(run.noise_multiplier, 10)}  (noise multiplier = noise std / "
+        "clipping norm; rounded up)"
+    )
+    print(
+        f"achieved  : epsilon {fmt_up(run.achieved_epsilon, 10)} at delta {run.delta:g} by "
+        f"{run.accountant} (an upper bound, rounded up)"
+    )
+    print("convention: Opacus' epochs of ⌈N/B⌉ steps, each a Poisson sample at rate B/N")
+    print("            (never fewer steps or a lower rate than Opacus or TF Privacy assume)")
+    return 0
+
+
+# -- audit -----------------------------------------------------------------------------
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -214,15 +269,10 @@ def _audit_summary(reports: list[Any]) -> str:
             claimed = f"{r.quantity} = {r.claimed_value:g}" if r.quantity else claim.notion
             value = "—" if r.value is None else fmt_up(r.value, 6)
         rows.append((Path(r.source).name, claimed, value, r.verdict.replace("_", " ")))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = ["Summary:"]
-    for n, row in enumerate(rows):
-        lines.append(
-            "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-        )
-        if n == 0:
-            lines.append("  " + "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return "\n".join(["Summary:", *format_table(rows)])
+
+
+# -- ledger ----------------------------------------------------------------------------
 
 
 def _ledger_show(args: argparse.Namespace) -> int:
@@ -265,11 +315,7 @@ def _ledger_show(args: argparse.Namespace) -> int:
                     fmt_up(r.epsilon, 6),
                 )
             )
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        for n, row in enumerate(rows):
-            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-            if n == 0:
-                print("  ".join("-" * w for w in widths))
+        print("\n".join(format_table(rows, indent="")))
         eps, spent_delta = ledger.spent
         remaining = ledger.remaining
         print()
@@ -287,69 +333,371 @@ def _ledger_show(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- the parser ------------------------------------------------------------------------
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Examples kept as written; every option with a default says what it is."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or action.required
+            or default is None
+            or default is False
+            or default is argparse.SUPPRESS
+            or "%(default)" in text
+        ):
+            return text
+        return text + " (default: %(default)s)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose sub-commands share the help formatter, unabbreviated."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)  # `--s` must not silently mean `--sigma`
+        super().__init__(*args, **kwargs)
+
+
+def _command(
+    parent: Any, name: str, summary: str, description: str, examples: Sequence[str]
+) -> argparse.ArgumentParser:
+    """A sub-command with a one-line summary, a description and an "Example" epilog."""
+    lines = "\n".join(f"  {e}" for e in examples)
+    epilog = f"Example{'s' if len(examples) > 1 else ''}:\n{lines}"
+    parser: argparse.ArgumentParser = parent.add_parser(
+        name, help=summary, description=textwrap.fill(description, 88), epilog=epilog
+    )
+    parser.set_defaults(_parser=parser)
+    return parser
+
+
+_DELTA_PURE = "target δ (0: pure DP)"
+_ACCOUNT_COMMON = (
+    "count, sampling-rate: the release is repeated --count times, each on a Poisson "
+    "sample of the data at --sampling-rate (add/remove adjacency)."
+)
+
+
+def _account_parsers(commands: Any) -> None:
+    account = _command(
+        commands,
+        "account",
+        "(ε, δ) of repeated releases by every accounting method",
+        "Print ε at a given δ of --count releases of one mechanism by every accounting "
+        "method (each an upper bound, rounded up) and the tightest. Pick the mechanism; "
+        "`dpledger account MECHANISM --help` lists its options.",
+        [
+            "dpledger account gaussian --sigma 5 --count 100 --delta 1e-5",
+            "dpledger account laplace --scale 1 --count 100",
+        ],
+    )
+    mechanisms = account.add_subparsers(dest="mechanism", required=True, metavar="MECHANISM")
+
+    def common(parser: argparse.ArgumentParser, *, delta_required: bool) -> None:
+        parser.add_argument("--count", type=int, default=1, help="number of releases")
+        parser.add_argument(
+            "--sampling-rate",
+            type=float,
+            default=None,
+            help="Poisson sampling rate q of each release (default: no sampling)",
+        )
+        if delta_required:
+            parser.add_argument(
+                "--delta", type=float, required=True, help="target δ > 0 (required)"
+            )
+        else:
+            parser.add_argument("--delta", type=float, default=0.0, help=_DELTA_PURE)
+        parser.set_defaults(handler=_account)
+
+    gaussian = _command(
+        mechanisms,
+        "gaussian",
+        "Gaussian noise",
+        "ε of --count releases with Gaussian noise of standard deviation --sigma added to "
+        "a query of L2 sensitivity --sensitivity. Gaussian noise is never pure DP, so "
+        f"--delta is required. {_ACCOUNT_COMMON}",
+        [
+            "dpledger account gaussian --sigma 5 --count 100 --delta 1e-5",
+            "dpledger account gaussian --sigma 1.1 --sampling-rate 0.01 --count 10000 --delta 1e-5",
+        ],
+    )
+    gaussian.add_argument(
+        "--sigma", type=float, required=True, help="noise standard deviation (required)"
+    )
+    gaussian.add_argument("--sensitivity", type=float, default=1.0, help="L2 sensitivity")
+    common(gaussian, delta_required=True)
+
+    laplace = _command(
+        mechanisms,
+        "laplace",
+        "Laplace noise",
+        "ε of --count releases with Laplace noise of scale --scale added to a query of L1 "
+        f"sensitivity --sensitivity. {_ACCOUNT_COMMON}",
+        [
+            "dpledger account laplace --scale 1 --count 100",
+            "dpledger account laplace --scale 1 --count 100 --delta 1e-6",
+        ],
+    )
+    laplace.add_argument("--scale", type=float, required=True, help="noise scale b (required)")
+    laplace.add_argument("--sensitivity", type=float, default=1.0, help="L1 sensitivity")
+    common(laplace, delta_required=False)
+
+    pure = _command(
+        mechanisms,
+        "pure",
+        "a release that is ε0-DP",
+        f"ε of --count releases that are each --epsilon0-DP. {_ACCOUNT_COMMON}",
+        ["dpledger account pure --epsilon0 1 --count 100 --delta 1e-6"],
+    )
+    pure.add_argument("--epsilon0", type=float, required=True, help="ε of one release (required)")
+    common(pure, delta_required=False)
+
+    rr = _command(
+        mechanisms,
+        "rr",
+        "randomized response",
+        "ε of --count randomized-response releases, each --epsilon0-DP over --categories "
+        f"categories. {_ACCOUNT_COMMON}",
+        ["dpledger account rr --epsilon0 1 --categories 4 --count 10"],
+    )
+    rr.add_argument("--epsilon0", type=float, required=True, help="ε of one release (required)")
+    rr.add_argument("--categories", type=int, default=2, help="number of categories")
+    common(rr, delta_required=False)
+
+
+def _calibrate_parsers(commands: Any) -> None:
+    cal = _command(
+        commands,
+        "calibrate",
+        "smallest noise meeting a target (ε, δ)",
+        "Print the smallest noise that meets a target (ε, δ) after composition (and "
+        "sampling), rounded up, and the guarantee it achieves. Pick the mechanism; "
+        "`dpledger calibrate MECHANISM --help` lists its options.",
+        [
+            "dpledger calibrate gaussian --epsilon 1 --delta 1e-5 --count 1000",
+            "dpledger calibrate dpsgd --dataset-size 60000 --batch-size 256 --epochs 60 "
+            "--epsilon 3 --delta 1e-5",
+        ],
+    )
+    mechanisms = cal.add_subparsers(dest="mechanism", required=True, metavar="MECHANISM")
+
+    def target(parser: argparse.ArgumentParser, *, delta_required: bool) -> None:
+        parser.add_argument("--epsilon", type=float, required=True, help="target ε (required)")
+        if delta_required:
+            parser.add_argument(
+                "--delta", type=float, required=True, help="target δ > 0 (required)"
+            )
+        else:
+            parser.add_argument("--delta", type=float, default=0.0, help=_DELTA_PURE)
+
+    def releases(parser: argparse.ArgumentParser, sensitivity: str) -> None:
+        parser.add_argument("--sensitivity", type=float, default=1.0, help=sensitivity)
+        parser.add_argument("--count", type=int, default=1, help="number of releases")
+
+    def method(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--method",
+            default="auto",
+            choices=accountant.METHODS,
+            metavar="METHOD",
+            help=f"accounting method, one of {', '.join(accountant.METHODS)} ('auto': the "
+            "tightest that applies)",
+        )
+
+    gaussian = _command(
+        mechanisms,
+        "gaussian",
+        "Gaussian noise σ",
+        "The smallest σ such that --count Gaussian releases of L2 sensitivity "
+        "--sensitivity (each on a Poisson sample at --sampling-rate, if given) are "
+        "(ε, δ)-DP: exact without sampling, within about 1e-4 relative of PLD's smallest "
+        "with sampling.",
+        [
+            "dpledger calibrate gaussian --epsilon 1 --delta 1e-5 --count 1000",
+            "dpledger calibrate gaussian --epsilon 1 --delta 1e-5 --count 10000 "
+            "--sampling-rate 0.01",
+        ],
+    )
+    target(gaussian, delta_required=True)
+    releases(gaussian, "L2 sensitivity")
+    gaussian.add_argument(
+        "--sampling-rate",
+        type=float,
+        default=None,
+        help="Poisson sampling rate q of each release (default: no sampling)",
+    )
+    method(gaussian)
+    gaussian.set_defaults(handler=_calibrate)
+
+    laplace = _command(
+        mechanisms,
+        "laplace",
+        "Laplace noise scale",
+        "The smallest Laplace scale such that --count releases of L1 sensitivity "
+        "--sensitivity are (ε, δ)-DP (pure ε-DP with the default δ = 0).",
+        [
+            "dpledger calibrate laplace --epsilon 1 --count 10",
+            "dpledger calibrate laplace --epsilon 1 --delta 1e-6 --count 100",
+        ],
+    )
+    target(laplace, delta_required=False)
+    releases(laplace, "L1 sensitivity")
+    method(laplace)
+    laplace.set_defaults(handler=_calibrate)
+
+    discrete = _command(
+        mechanisms,
+        "discrete-gaussian",
+        "discrete Gaussian σ",
+        "The smallest σ such that --count discrete Gaussian releases (Canonne, Kamath & "
+        "Steinke 2020) of integer-valued L2 sensitivity --sensitivity are (ε, δ)-DP.",
+        ["dpledger calibrate discrete-gaussian --epsilon 1 --delta 1e-6 --count 4"],
+    )
+    target(discrete, delta_required=True)
+    releases(discrete, "L2 sensitivity")
+    method(discrete)
+    discrete.set_defaults(handler=_calibrate)
+
+    dpsgd = _command(
+        mechanisms,
+        "dpsgd",
+        "DP-SGD noise multiplier from dataset size, batch size and epochs",
+        "The smallest noise multiplier σ (noise std / clipping norm) for DP-SGD to be "
+        "(ε, δ)-DP, in Opacus' convention: epochs × ⌈N/B⌉ steps, each a Poisson sample "
+        "at rate q = B/N. Accounted with the privacy loss distribution (method 'auto'); "
+        "see docs/training.md.",
+        [
+            "dpledger calibrate dpsgd --dataset-size 60000 --batch-size 256 --epochs 60 "
+            "--epsilon 3 --delta 1e-5"
+        ],
+    )
+    dpsgd.add_argument(
+        "--dataset-size", type=int, required=True, help="N, training examples (required)"
+    )
+    dpsgd.add_argument(
+        "--batch-size", type=int, required=True, help="B, expected batch size (required)"
+    )
+    dpsgd.add_argument("--epochs", type=int, required=True, help="E, epochs (required)")
+    target(dpsgd, delta_required=True)
+    method(dpsgd)
+    dpsgd.set_defaults(handler=_calibrate_dpsgd)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dpledger",
         description="Differential-privacy accounting that never under-reports a privacy loss.",
+        epilog=(
+            "Examples:\n"
+            "  dpledger account gaussian --sigma 5 --count 100 --delta 1e-5\n"
+            "  dpledger calibrate dpsgd --dataset-size 60000 --batch-size 256 --epochs 60 "
+            "--epsilon 3 --delta 1e-5\n"
+            "  dpledger audit examples/audits/dpsgd.toml\n\n"
+            "`dpledger COMMAND --help` describes each command."
+        ),
     )
-    commands = parser.add_subparsers(dest="command", required=True)
-    account = commands.add_parser(
-        "account", help="(ε, δ) of repeated releases by every accounting method"
+    parser.add_argument("--version", action="version", version=f"%(prog)s {dpledger.__version__}")
+    parser.set_defaults(_parser=parser)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _account_parsers(commands)
+    _calibrate_parsers(commands)
+
+    aud = _command(
+        commands,
+        "audit",
+        "check a declared pipeline's privacy claim",
+        "Recompute the guarantee of each declared pipeline (TOML) by every accounting "
+        "method, certify it from above and below, and give a verdict on its claim. Exit "
+        "status 0 if every claim is certified, 1 if one is not, 2 on an error. With "
+        "several files, a summary table follows the reports.",
+        [
+            "dpledger audit examples/audits/dpsgd.toml",
+            "dpledger audit examples/audits/*.toml",
+            "dpledger audit examples/audits/ssp.toml --plot ssp.png",
+        ],
     )
-    account.add_argument("mechanism", choices=("gaussian", "laplace", "pure", "rr"))
-    account.add_argument("--sigma", type=float, help="Gaussian noise standard deviation")
-    account.add_argument("--scale", type=float, help="Laplace noise scale")
-    account.add_argument("--epsilon0", type=float, help="ε of one pure-DP / RR release")
-    account.add_argument("--categories", type=int, default=2, help="RR categories (default 2)")
-    account.add_argument("--sensitivity", type=float, default=1.0, help="sensitivity (L2/L1)")
-    account.add_argument("--count", type=int, default=1, help="number of releases")
-    account.add_argument("--sampling-rate", type=float, default=None, help="Poisson rate")
-    account.add_argument("--delta", type=float, required=True, help="target δ")
-    account.set_defaults(handler=_account)
-
-    cal = commands.add_parser("calibrate", help="smallest noise meeting a target (ε, δ)")
-    cal.add_argument("mechanism", choices=("gaussian", "laplace", "discrete-gaussian"))
-    cal.add_argument("--epsilon", type=float, required=True, help="target ε")
-    cal.add_argument("--delta", type=float, default=0.0, help="target δ (default 0)")
-    cal.add_argument("--sensitivity", type=float, default=1.0, help="sensitivity (L2/L1)")
-    cal.add_argument("--count", type=int, default=1, help="number of releases")
-    cal.add_argument("--sampling-rate", type=float, default=None, help="Poisson rate")
-    cal.add_argument("--method", default="auto", choices=accountant.METHODS)
-    cal.set_defaults(handler=_calibrate)
-
-    aud = commands.add_parser("audit", help="check a declared pipeline's privacy claim")
     aud.add_argument("pipeline", nargs="+", help="pipeline declaration(s) (TOML)")
-    aud.add_argument("--plot", metavar="FILE.png", default=None, help="draw δ(ε), claim marked")
-    aud.add_argument("--json", action="store_true", help="print the report as JSON")
-    aud.add_argument("--epsilon", type=float, default=None, help="override the claimed ε")
-    aud.add_argument("--delta", type=float, default=None, help="override the claimed δ")
     aud.add_argument(
-        "--loose-ratio", type=float, default=0.8, help="'holds loosely' below this × claim"
+        "--plot",
+        metavar="FILE.png",
+        default=None,
+        help="draw δ(ε) with the claim marked (default: no plot)",
+    )
+    aud.add_argument("--json", action="store_true", help="print the report as JSON")
+    aud.add_argument(
+        "--epsilon", type=float, default=None, help="override the claimed ε (default: declared)"
+    )
+    aud.add_argument(
+        "--delta", type=float, default=None, help="override the claimed δ (default: declared)"
+    )
+    aud.add_argument(
+        "--loose-ratio",
+        type=float,
+        default=0.8,
+        help="the claim 'holds loosely' when certified ε is below this × the claim",
     )
     aud.set_defaults(handler=_audit)
 
-    led = commands.add_parser("ledger", help="inspect a ledger file")
-    led_commands = led.add_subparsers(dest="ledger_command", required=True)
-    show = led_commands.add_parser("show", help="print receipts and spent/remaining")
+    led = _command(
+        commands,
+        "ledger",
+        "inspect a ledger file",
+        "Inspect a persisted privacy ledger (see docs/ledger.md).",
+        ["dpledger ledger show study.ledger"],
+    )
+    led_commands = led.add_subparsers(dest="ledger_command", required=True, metavar="COMMAND")
+    show = _command(
+        led_commands,
+        "show",
+        "print receipts and spent/remaining",
+        "Verify a ledger file's hash chain (read-only) and print its budget, every "
+        "receipt, what was spent and what remains.",
+        [
+            "dpledger ledger show study.ledger",
+            "dpledger ledger show study.ledger --key-file study.key",
+        ],
+    )
     show.add_argument("path", help="the ledger's SQLite file")
-    show.add_argument("--key-file", default=None, help="file holding the ledger's HMAC key")
+    show.add_argument(
+        "--key-file", default=None, help="file holding the ledger's HMAC key (default: none)"
+    )
     show.set_defaults(handler=_ledger_show)
     return parser
 
 
-_REQUIRED = {"gaussian": "sigma", "laplace": "scale", "pure": "epsilon0", "rr": "epsilon0"}
+def _refuse_unknown(args: argparse.Namespace, extra: list[str]) -> None:
+    """Exit 2 naming the first option that does not apply to the chosen (sub)command."""
+    parser: argparse.ArgumentParser = args._parser
+    known = sorted(
+        {
+            option
+            for action in parser._actions
+            for option in action.option_strings
+            if option.startswith("--") and option not in ("--help", "--version")
+        }
+    )
+    flag = next((e for e in extra if e.startswith("-")), extra[0]).split("=", 1)[0]
+    what = "option" if flag.startswith("-") else "argument"
+    message = f"the {what} {flag} does not apply to `{parser.prog}`"
+    if known:
+        message += f"; its options are {', '.join(known)}"
+    parser.error(message + ".")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpledger`` command; returns the exit status."""
     parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command == "account":
-        needed = _REQUIRED[args.mechanism]
-        if getattr(args, needed) is None:
-            parser.error(f"{args.mechanism} needs --{needed.replace('_', '-')}")
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _refuse_unknown(args, extra)
+    handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        status: int = args.handler(args)
+        status = handler(args)
     except DPLedgerError as error:
         print(f"dpledger: error: {error}", file=sys.stderr)
         return 2

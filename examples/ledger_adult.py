@@ -2,7 +2,8 @@
 
 Run:  python examples/ledger_adult.py [--data DIR] [--ledger FILE]
 
-Reads ``adult.data`` from ``../shared/data/adult`` (or ``--data``); if it is absent, says
+Reads ``adult.data`` from ``adult/`` under ``$DPLEDGER_DATA`` (default ``data/``), or from
+``--data``; if it is absent, says
 so and runs the same analysis on synthetic data of the same shape. Every release is
 charged to one zCDP ledger before it happens; the last, over-ambitious query is
 refused and nothing is released for it.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +22,7 @@ import dpledger as dpl
 from dpledger import calibrate, mechanisms
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "adult"
+DEFAULT_DATA = Path(os.environ.get("DPLEDGER_DATA", "data")) / "adult"
 EDUCATION_LEVELS = 16
 
 

@@ -277,3 +277,9 @@ def test_cli_calibrate(capsys):
     assert main(["calibrate", "laplace", "--epsilon", "1", "--count", "10"]) == 0
     assert "scale" in capsys.readouterr().out
     assert main(["calibrate", "gaussian", "--epsilon", "1", "--delta", "0"]) == 2
+
+
+def test_a_sampling_rate_of_one_is_the_unsampled_release():
+    # every record in every batch: q = 1 is no subsampling (it crashed in log1p(-q))
+    sampled = calibrate.gaussian_sigma(1.0, 1e-5, count=10, sampling_rate=1.0)
+    assert sampled == calibrate.gaussian_sigma(1.0, 1e-5, count=10)

@@ -30,7 +30,7 @@ follow from the declared guarantees.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from dpledger import accountant
 from dpledger._format import down as fmt_down
 from dpledger._format import up as fmt_up
 from dpledger._public import namespace
+from dpledger._table import format_table
 from dpledger.accountant import events as ev
 from dpledger.accountant.advanced import advanced_composition
 from dpledger.accountant.pld import PLDSummary, epsilon_lower_bound
@@ -140,7 +141,7 @@ class AuditReport:
             rows.append(
                 (str(i), row["label"] or "—", row["mechanism"], str(row["count"]), row["sampling"])
             )
-        out.extend(_table(rows))
+        out.extend(format_table(rows))
         out.append("")
         if self.quantity is None and self.by_method:
             eps_c = self.claim.epsilon
@@ -159,7 +160,7 @@ class AuditReport:
                     )
                 else:
                     mrows.append((method, "n/a", "", _short(value)))
-            out.extend(_table(mrows))
+            out.extend(format_table(mrows))
             out.append("")
         if self.quantity is not None and self.value is not None:
             out.append(
@@ -205,17 +206,6 @@ def _fmt(x: float | None, direction: str = "up") -> str:
 def _short(reason: str) -> str:
     first = reason.split(". ")[0].split(" (found")[0].rstrip(",;")
     return first if len(first) <= 72 else first[:71] + "…"
-
-
-def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(rows[0], widths, strict=True)).rstrip()]
-    lines.append("  " + "  ".join("-" * w for w in widths))
-    for row in rows[1:]:
-        lines.append(
-            "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-        )
-    return lines
 
 
 # --------------------------------------------------------------------------- events

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 from dpledger._public import namespace
+from dpledger.calibrate.dpsgd import DPSGDCalibration, dpsgd_noise_multiplier, dpsgd_schedule
 from dpledger.calibrate.solver import (
     LegacyFormulaWarning,
     classical_gaussian_sigma,
@@ -29,10 +30,13 @@ from dpledger.calibrate.solver import (
 )
 
 __all__ = [
+    "DPSGDCalibration",
     "LegacyFormulaWarning",
     "classical_gaussian_sigma",
     "discrete_gaussian_sigma",
     "discrete_laplace_scale",
+    "dpsgd_noise_multiplier",
+    "dpsgd_schedule",
     "gaussian_sigma",
     "gaussian_sigmas",
     "laplace_scale",
@@ -41,4 +45,4 @@ __all__ = [
     "split_budget",
 ]
 
-__dir__ = namespace(__all__, "solver")
+__dir__ = namespace(__all__, "dpsgd", "solver")

@@ -246,6 +246,8 @@ def gaussian_sigma(
     rate = None
     if sampling_rate is not None:
         rate = check_probability("sampling_rate", sampling_rate, low_open=True, high_open=False)
+        if rate == 1.0:
+            rate = None  # every record is in every batch: the unsampled release
 
     def make(sigma: float) -> ev.Event:
         one: ev.Event = ev.Gaussian(sigma, sensitivity)
