@@ -250,3 +250,22 @@ def test_a_planned_shared_ledger_is_refused_clearly():
         ADASSP(
             epsilon=0.5, delta=1e-6, x_bound=1, y_bound=1, adjacency="add_remove", ledger=ledger
         ).fit(X, y)
+
+
+def test_per_row_normalisation_is_record_local_and_declared():
+    X, y = _data(n=2000, d=3, seed=8)
+    scaled_rows = X * np.random.default_rng(0).uniform(0.1, 3.0, size=(len(X), 1))
+    unit = dict(
+        epsilon=1.0,
+        delta=1e-6,
+        x_bound=1,
+        y_bound=1,
+        adjacency="add_remove",
+        row_norm="unit",
+        rng=3,
+    )
+    a = ADASSP(**unit).fit(scaled_rows, y)
+    b = ADASSP(**unit).fit(X / np.linalg.norm(X, axis=1)[:, None], y)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
+    with pytest.raises(dpl.InvalidArgumentError, match="row_norm"):
+        ADASSP(**{**unit, "row_norm": "max"}).fit(X, y)

@@ -6,7 +6,8 @@ regression from sufficient statistics (:mod:`.linear`): :class:`ADASSP` and :cla
 scikit-learn estimators following the estimator contract of :mod:`.base`.
 
 and private IRLS (:mod:`.irls`: :class:`PrivateIRLS`, robust, logistic and Poisson
-regression).
+regression); :class:`PrivateStandardScaler` (:mod:`.preprocessing`), which releases the
+statistics it scales with and charges them.
 
 Planned: the functional mechanism family (FM, relaxed FM,
 Gaussian FM, capeFM), objective and output perturbation, KNG and noisy gradient descent
@@ -21,12 +22,14 @@ from dpledger.algorithms.base import PrivateEstimator
 from dpledger.algorithms.descriptive import count, histogram, mean, sum, variance
 from dpledger.algorithms.irls import PrivateIRLS
 from dpledger.algorithms.linear import ADASSP, SSP
+from dpledger.algorithms.preprocessing import PrivateStandardScaler
 
 __all__ = [
     "ADASSP",
     "SSP",
     "PrivateEstimator",
     "PrivateIRLS",
+    "PrivateStandardScaler",
     "count",
     "histogram",
     "mean",
@@ -34,4 +37,4 @@ __all__ = [
     "variance",
 ]
 
-__dir__ = namespace(__all__, "base", "descriptive", "irls", "linear")
+__dir__ = namespace(__all__, "base", "descriptive", "irls", "linear", "preprocessing")

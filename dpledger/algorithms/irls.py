@@ -79,6 +79,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         first_moment: "gaussian" or "laplace".
         second_moment: "gaussian" (symmetric noise; sound) or "wishart" (published only).
         fit_intercept: Fit an intercept (a public constant column).
+        row_norm: "clip" (default) or "unit" (every row scaled to norm ``x_bound``).
         variant: "calibrated" or "published".
         ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
         safe_noise: Exact discrete noise (default) or floating-point noise.
@@ -110,6 +111,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         first_moment: str = "gaussian",
         second_moment: str = "gaussian",
         fit_intercept: bool = True,
+        row_norm: str = "clip",
         variant: str = "calibrated",
         ledger: Any = None,
         safe_noise: bool = True,
@@ -126,6 +128,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         self.first_moment = first_moment
         self.second_moment = second_moment
         self.fit_intercept = fit_intercept
+        self.row_norm = row_norm
         self.variant = variant
         self.ledger = ledger
         self.safe_noise = safe_noise

@@ -109,13 +109,27 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
     safe_noise: Any
 
     def _rows(self) -> Any:
-        """Rows clipped to ``x_bound``, scaled to the unit ball (+ intercept column)."""
+        """Rows on the unit ball: clipped to ``x_bound`` and scaled by it (or unit-normed).
+
+        With ``row_norm="unit"`` every row is scaled to norm 1 instead; then the
+        intercept column is appended and the row rescaled by 1/√2.
+        """
         x_bound = self._bound("x_bound", self.x_bound)
         intercept = bool(self.fit_intercept)
+        row_norm = getattr(self, "row_norm", "clip")
+        if row_norm not in ("clip", "unit"):
+            raise InvalidArgumentError(
+                f"`row_norm` must be 'clip' (rows beyond x_bound are clipped to it) or 'unit' "
+                f"(every row scaled to norm x_bound, as in Wang's experiments). Found {row_norm!r}."
+            )
+        unit = row_norm == "unit"
 
         def rows(X: np.ndarray) -> np.ndarray:
             norms = np.linalg.norm(X, axis=1)
-            factor = np.minimum(1.0, x_bound / np.maximum(norms, 1e-300)) / x_bound
+            if unit:  # record-local: each row to the sphere (a zero row stays zero)
+                factor = np.where(norms > 0, 1.0 / np.maximum(norms, 1e-300), 0.0)
+            else:
+                factor = np.minimum(1.0, x_bound / np.maximum(norms, 1e-300)) / x_bound
             Xs = X * factor[:, None]
             if intercept:
                 Xs = np.hstack([Xs, np.ones((Xs.shape[0], 1))]) / math.sqrt(2.0)
@@ -187,6 +201,8 @@ class ADASSP(_SufficientStatisticsRegression):
         y_bound: Declared bound on |y| (values beyond are clipped).
         adjacency: "add_remove" or "replace_one" (declared).
         fit_intercept: Fit an intercept (a public constant column).
+        row_norm: "clip" (rows beyond ``x_bound`` clipped to it; the default) or "unit"
+            (every row scaled to norm ``x_bound``: Wang's per-row normalisation).
         rho: Failure probability of the eigenvalue and conditioning bounds, in (0, 1).
         budget_split: Shares of μ² for (λ_min, X̃ᵀX̃, X̃ᵀỹ) in the calibrated variant.
         variant: "calibrated" or "published".
@@ -217,6 +233,7 @@ class ADASSP(_SufficientStatisticsRegression):
         y_bound: float | None = None,
         adjacency: str | None = None,
         fit_intercept: bool = True,
+        row_norm: str = "clip",
         rho: float = 0.05,
         budget_split: Sequence[float] | None = None,
         variant: str = "calibrated",
@@ -230,6 +247,7 @@ class ADASSP(_SufficientStatisticsRegression):
         self.y_bound = y_bound
         self.adjacency = adjacency
         self.fit_intercept = fit_intercept
+        self.row_norm = row_norm
         self.rho = rho
         self.budget_split = budget_split
         self.variant = variant
@@ -322,6 +340,8 @@ class SSP(_SufficientStatisticsRegression):
         y_bound: Declared bound on |y| (values beyond are clipped).
         adjacency: "add_remove" or "replace_one" (declared).
         fit_intercept: Fit an intercept (a public constant column).
+        row_norm: "clip" (rows beyond ``x_bound`` clipped to it; the default) or "unit"
+            (every row scaled to norm ``x_bound``: Wang's per-row normalisation).
         variant: "calibrated" or "published".
         ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
         safe_noise: Exact discrete noise (default) or floating-point Gaussian noise.
@@ -337,6 +357,7 @@ class SSP(_SufficientStatisticsRegression):
         y_bound: float | None = None,
         adjacency: str | None = None,
         fit_intercept: bool = True,
+        row_norm: str = "clip",
         variant: str = "calibrated",
         ledger: Any = None,
         safe_noise: bool = True,
@@ -348,6 +369,7 @@ class SSP(_SufficientStatisticsRegression):
         self.y_bound = y_bound
         self.adjacency = adjacency
         self.fit_intercept = fit_intercept
+        self.row_norm = row_norm
         self.variant = variant
         self.ledger = ledger
         self.safe_noise = safe_noise

@@ -1,0 +1,180 @@
+"""Preprocessing that keeps privacy honest: statistics of the data are released and paid for.
+
+Centring and scaling with the data's own means and standard deviations is a release of
+those statistics; done silently before a private fit, it leaks (thesis ch. 3; SEED-NOTES
+002). :class:`PrivateStandardScaler` releases them privately, charged to the ledger like
+any estimator's releases (it follows the estimator contract of :mod:`.base`), and then
+transforms with the released values only. Use it in a ``Pipeline`` before a private
+regression, on the same ledger, or pass public constants to a ``FunctionTransformer``.
+
+Each value is clipped to its feature's declared ``bounds`` [lo, hi] and mapped onto
+u = (x − lo)/(hi − lo) ∈ [0, 1] (record-local), so every feature gets noise in
+proportion to its own range. Releases, for one record:
+
+* the per-feature sums Σu — L2 sensitivity √d (either adjacency: each moves by ≤ 1);
+* the per-feature sums of squares Σu² — √d;
+* the count n — 1 under add/remove; under replace-one n is public (neighbours have the
+  same size) and is not released.
+
+Means are lo + (hi − lo)·Σu/n, variances (hi − lo)²·(Σu²/n − (Σu/n)²), floored at a
+public thousandth of the range (post-processing), so the scaler costs its releases only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from sklearn.base import TransformerMixin
+
+from dpledger._public import namespace
+from dpledger.accountant import events as ev
+from dpledger.algorithms import _data
+from dpledger.algorithms.base import PrivateEstimator, Release
+from dpledger.errors import InvalidArgumentError
+from dpledger.mechanisms import Gaussian
+
+__all__ = ["PrivateStandardScaler"]
+
+
+class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore[misc]
+    """Standardise features with privately released means and standard deviations.
+
+    Args:
+        epsilon: The ε this fit must meet.
+        delta: The δ this fit must meet (> 0: Gaussian releases).
+        bounds: Declared (lo, hi) per feature — a pair for all features, or a sequence of
+            pairs; values outside are clipped. Never estimated from the data.
+        adjacency: "add_remove" or "replace_one" (declared).
+        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        safe_noise: Exact discrete noise (default) or floating-point noise.
+        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+
+    Example:
+        >>> import numpy as np
+        >>> from dpledger.algorithms import PrivateStandardScaler
+        >>> X = np.random.default_rng(0).normal(50, 10, size=(20_000, 2))
+        >>> scaler = PrivateStandardScaler(epsilon=1.0, delta=1e-6, bounds=(0, 100),
+        ...                                adjacency="add_remove", rng=0).fit(X)
+        >>> np.round(scaler.mean_), np.round(scaler.scale_)
+        (array([50., 50.]), array([10., 10.]))
+    """
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        bounds: Any = None,
+        adjacency: str | None = None,
+        ledger: Any = None,
+        safe_noise: bool = True,
+        rng: Any = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.bounds = bounds
+        self.adjacency = adjacency
+        self.ledger = ledger
+        self.safe_noise = safe_noise
+        self.rng = rng
+
+    def _feature_bounds(self, features: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.bounds is None:
+            raise InvalidArgumentError(
+                "`bounds` must be declared, (lo, hi) for all features or one pair per "
+                "feature: bounds are never estimated from the data. Found None."
+            )
+        try:
+            pairs = np.asarray(self.bounds, dtype=float)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(
+                f"`bounds` must be (lo, hi) pairs of numbers. Found {self.bounds!r}."
+            ) from None
+        if pairs.shape == (2,):
+            pairs = np.tile(pairs, (features, 1))
+        if pairs.shape != (features, 2) or not np.all(np.isfinite(pairs)):
+            raise InvalidArgumentError(
+                f"`bounds` must be one finite (lo, hi) pair, or {features} of them (one per "
+                f"feature). Found {self.bounds!r}."
+            )
+        lo, hi = pairs[:, 0], pairs[:, 1]
+        if np.any(lo >= hi):
+            raise InvalidArgumentError(f"`bounds` must have lo < hi. Found {self.bounds!r}.")
+        return lo, hi
+
+    def fit(self, X: Any, y: Any = None) -> PrivateStandardScaler:
+        """Release the clipped sums, sums of squares and (add/remove) the count."""
+        epsilon, delta = self._budget()
+        if delta == 0:
+            raise InvalidArgumentError(
+                "PrivateStandardScaler releases Gaussian noise: `delta` must be > 0."
+            )
+        adjacency = self._adjacency()
+        ledger = self._shared_ledger()
+        Xd = _data.as_design(X)
+        features = int(Xd.shape[1])
+        lo, hi = self._feature_bounds(features)
+
+        width = hi - lo
+
+        def unit(block: np.ndarray, _: Any) -> tuple[np.ndarray, None]:
+            # record-local: clip to the declared range, map it onto [0, 1]
+            return (np.clip(block, lo, hi) - lo) / width, None
+
+        def moments(block: np.ndarray, _: Any) -> tuple[np.ndarray, np.ndarray]:
+            # (count and Σu² in a 1×(d+1) "matrix", Σu as the vector)
+            row = np.concatenate([[block.shape[0]], (block**2).sum(axis=0)])
+            return row[None, :], block.sum(axis=0)
+
+        counts_squares, sums = _data.sufficient_statistics(Xd, None, unit, moments=moments)
+        n, squares = float(counts_squares[0, 0]), counts_squares[0, 1:]
+        # u ∈ [0, 1]: one record moves Σu and Σu² by at most 1 per feature, either way
+        root_d = math.sqrt(features)
+        deltas = [root_d, root_d] if adjacency == ev.REPLACE_ONE else [root_d, root_d, 1.0]
+        safe = bool(self.safe_noise)
+
+        def scaled(p: float) -> list[Gaussian]:
+            dims = [features, features, 1]
+            return [
+                Gaussian(p * dl * math.sqrt(len(deltas)), dl, dimension=dim, safe=safe)
+                for dl, dim in zip(deltas, dims, strict=False)
+            ]
+
+        p = self._calibrate(scaled, ledger, initial=math.sqrt(2 * math.log(1.25 / delta)) / epsilon)
+        mechanisms = scaled(p)
+        schedule = [
+            Release("sums", mechanisms[0], sums),
+            Release("squares", mechanisms[1], squares),
+        ]
+        if adjacency != ev.REPLACE_ONE:
+            schedule.append(Release("count", mechanisms[2], np.array([n])))
+        outputs = self._release_all(schedule, ledger)
+        count = n if adjacency == ev.REPLACE_ONE else float(np.asarray(outputs[2]).ravel()[0])
+        count = max(count, 1.0)
+        mean_u = np.clip(np.asarray(outputs[0], dtype=float) / count, 0.0, 1.0)
+        var_u = np.asarray(outputs[1], dtype=float) / count - mean_u**2
+        floor = 1e-6  # public: a thousandth of the declared range, squared
+        self.mean_ = lo + width * mean_u
+        self.var_ = width**2 * np.maximum(var_u, floor)
+        self.scale_ = np.sqrt(self.var_)
+        self.n_features_in_ = features
+        self._bounds_ = (lo, hi)
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """(clip(X) − mean_) / scale_ — post-processing of the released statistics."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "mean_")
+        Xd = _data.as_design(X)
+        if Xd.shape[1] != self.n_features_in_:
+            raise InvalidArgumentError(
+                f"`X` must have {self.n_features_in_} features, as in fit. Found {Xd.shape[1]}."
+            )
+        lo, hi = self._bounds_
+        return np.asarray((np.clip(Xd, lo, hi) - self.mean_) / self.scale_)
+
+
+__dir__ = namespace(__all__)
