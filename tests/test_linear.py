@@ -269,3 +269,35 @@ def test_per_row_normalisation_is_record_local_and_declared():
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
     with pytest.raises(dpl.InvalidArgumentError, match="row_norm"):
         ADASSP(**{**unit, "row_norm": "max"}).fit(X, y)
+
+
+def test_projected_directions_get_no_coefficient():
+    # partly negative noisy Gram, no ridge: the projected direction is dropped (a
+    # pseudo-inverse), never divided by a tiny number that would amplify the noise
+    b = np.array([1.0, -2.0])
+    np.testing.assert_allclose(solve_ridge(np.diag([2.0, -1.0]), b, 0.0), [0.5, 0.0])
+
+
+def test_dask_partitions_are_validated_where_they_are_computed():
+    da = pytest.importorskip("dask.array")
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+
+    X, y = _data(n=300, d=2)
+    bad = X.copy()
+    bad[250, 1] = np.nan
+    kw = dict(epsilon=1.0, delta=1e-6, x_bound=1, y_bound=1, adjacency="add_remove", rng=0)
+    ledger = dpl.Ledger(1.0, 1e-6)
+    with pytest.raises(dpl.InvalidArgumentError, match="finite"):
+        ADASSP(**kw, ledger=ledger).fit(
+            da.from_array(bad, chunks=(100, 2)), da.from_array(y, chunks=100)
+        )
+    frame = dd.from_pandas(pd.DataFrame(X), npartitions=3)
+    shuffled = dd.from_pandas(
+        pd.Series(y, index=np.arange(300)[::-1]).sort_index(ascending=False),
+        npartitions=3,
+        sort=False,
+    )
+    with pytest.raises(dpl.InvalidArgumentError, match="align"):
+        ADASSP(**kw, ledger=ledger).fit(frame, shuffled)
+    assert ledger.receipts == ()

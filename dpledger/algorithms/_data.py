@@ -52,8 +52,8 @@ def as_design(X: Any) -> Any:
     """``X`` as a 2-D float array (numpy) or dask array; shape and type checked."""
     if is_dask(X):
         X = _numeric_frame(X, "X")
-        if hasattr(X, "to_dask_array"):
-            X = X.to_dask_array(lengths=True)
+        if _is_frame(X):
+            return X  # reduced partition by partition, with its target's partitions
         if X.ndim != 2:
             raise InvalidArgumentError(
                 f"`X` must be 2-D (rows × features). Found {X.ndim}-D with shape {X.shape}."
@@ -93,8 +93,11 @@ def as_design(X: Any) -> Any:
 def as_target(y: Any, rows: int | None) -> Any:
     """``y`` as a 1-D float array (numpy) or dask array, one value per row of ``X``."""
     if is_dask(y):
-        if hasattr(y, "to_dask_array"):
-            y = y.to_dask_array(lengths=True)
+        if _is_frame(y):
+            _numeric_frame(y, "y")
+            if y.ndim == 2 and len(y.columns) != 1:
+                raise InvalidArgumentError(f"`y` must be 1-D. Found {len(y.columns)} columns.")
+            return y
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
         if y.ndim != 1:
@@ -140,9 +143,7 @@ def gram(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
 def _block_statistics(
     X: np.ndarray, y: np.ndarray | None, transform: Transform, moments: Moments
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``moments`` of one block after the record-local ``transform``."""
-    if not np.all(np.isfinite(X)) or (y is not None and not np.all(np.isfinite(y))):
-        raise InvalidArgumentError("`X` and `y` must be finite; a partition holds NaN or inf.")
+    """``moments`` of one (already validated) block after the record-local ``transform``."""
     Xt, yt = transform(X, y)
     return moments(Xt, yt)
 
@@ -173,6 +174,25 @@ def sufficient_statistics(
     return xtx, xty
 
 
+def _is_frame(data: Any) -> bool:
+    """A dask DataFrame or Series (partitions, no array chunks)."""
+    return hasattr(data, "npartitions") and not hasattr(data, "chunks")
+
+
+def _frame_block(
+    X: Any, y: Any, transform: Transform, moments: Moments
+) -> tuple[np.ndarray, np.ndarray]:
+    """One partition of a dask DataFrame (and of its target Series)."""
+    if y is not None:
+        if len(X) != len(y) or not X.index.equals(y.index):
+            raise InvalidArgumentError(
+                "`X` and `y` partitions do not align (different rows in a partition); "
+                "take both from one DataFrame."
+            )
+        y = np.asarray(y, dtype=float).reshape(-1)
+    return _checked_block(np.asarray(X, dtype=float), y, transform, moments)
+
+
 def _dask_statistics(
     X: Any, y: Any, transform: Transform, moments: Moments
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -184,6 +204,25 @@ def _dask_statistics(
         raise InvalidArgumentTypeError(
             "dask input needs dask: pip install 'dpledger[dask]'."
         ) from error
+    if _is_frame(X) and (y is None or (_is_frame(y) and y.npartitions == X.npartitions)):
+        # partition by partition, X's and y's together: no extra pass to learn the lengths
+        blocks = X.to_delayed(optimize_graph=False)
+        targets = [None] * len(blocks) if y is None else y.to_delayed(optimize_graph=False)
+        frame_stats = delayed(_frame_block)
+        return _tree_sum(
+            [
+                frame_stats(xb, yb, transform, moments)
+                for xb, yb in zip(blocks, targets, strict=True)
+            ],
+            delayed,
+            compute,
+        )
+    if _is_frame(X):
+        X = X.to_dask_array(lengths=True)
+    if _is_frame(y):
+        y = y.to_dask_array(lengths=True)
+        if y.ndim == 2:
+            y = y[:, 0]
     if not is_dask(X):
         X = da.from_array(np.asarray(X), chunks=(CHUNK_ROWS, -1))  # type: ignore[no-untyped-call]
     if y is not None and not is_dask(y):
@@ -198,19 +237,38 @@ def _dask_statistics(
             )
         y = y.rechunk((X.chunks[0],))
     X = X.rechunk({1: -1})
-    blocks = X.to_delayed().ravel()
-    targets = [None] * len(blocks) if y is None else list(y.to_delayed().ravel())
-    block_stats = delayed(_block_statistics)
-    parts = [
-        block_stats(xb, yb, transform, moments) for xb, yb in zip(blocks, targets, strict=True)
-    ]
-    # pairwise tree sum: only d×d partial sums travel, never the rows
+    # unoptimised graphs: X's and y's chunks from one source are computed once, not twice
+    blocks = X.to_delayed(optimize_graph=False).ravel()
+    targets = (
+        [None] * len(blocks) if y is None else list(y.to_delayed(optimize_graph=False).ravel())
+    )
+    block_stats = delayed(_checked_block)
+    return _tree_sum(
+        [block_stats(xb, yb, transform, moments) for xb, yb in zip(blocks, targets, strict=True)],
+        delayed,
+        compute,
+    )
+
+
+def _checked_block(
+    X: np.ndarray, y: np.ndarray | None, transform: Transform, moments: Moments
+) -> tuple[np.ndarray, np.ndarray]:
+    """A dask block, validated where it is computed (it was never seen as a whole)."""
+    if not np.all(np.isfinite(X)) or (y is not None and not np.all(np.isfinite(y))):
+        raise InvalidArgumentError("`X` and `y` must be finite; a partition holds NaN or inf.")
+    return _block_statistics(X, y, transform, moments)
+
+
+def _tree_sum(parts: list[Any], delayed: Any, compute: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Pairwise sum of the partial statistics: only d×d sums travel, never the rows."""
+    if not parts:
+        raise InvalidArgumentError("`X` must have at least one row.")
     while len(parts) > 1:
         parts = [
             delayed(_add_pair)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
             for i in range(0, len(parts), 2)
         ]
-    (result,) = compute(parts[0])  # type: ignore[no-untyped-call]
+    (result,) = compute(parts[0])
     return result[0], result[1]
 
 

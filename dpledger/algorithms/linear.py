@@ -85,19 +85,23 @@ def _sensitivities(adjacency: str) -> tuple[float, float, float]:
 
 
 def solve_ridge(gram: np.ndarray, moment: np.ndarray, ridge: float) -> np.ndarray:
-    """θ = (M₊ + ridge·I)⁻¹ b for the noisy symmetric M, robust to indefinite noise.
+    """θ = (M₊ + ridge·I)⁺ b for the noisy symmetric M, robust to indefinite noise.
 
-    M is symmetrised and its eigenvalues projected onto [0, ∞) (post-processing); if no
-    eigenvalue of M₊ + ridge·I is positive, :data:`FALLBACK_RIDGE` is used instead.
+    Post-processing of released values only: M is symmetrised and its eigenvalues
+    projected onto [0, ∞). Directions left with no positive curvature (the projected ones,
+    when ``ridge`` is 0) get no coefficient — a pseudo-inverse, never a division by a
+    tiny number that would amplify the noise; if no direction is left at all (every
+    eigenvalue of M non-positive and no ridge), :data:`FALLBACK_RIDGE` is used instead.
     """
     symmetric = (gram + gram.T) / 2.0
     values, vectors = np.linalg.eigh(symmetric)
     shifted = np.maximum(values, 0.0) + max(ridge, 0.0)
-    if shifted.max() <= 0:
-        shifted = np.full_like(shifted, FALLBACK_RIDGE)
-    floor = max(shifted.max() * 1e-12, 1e-300)
-    shifted = np.where(shifted > floor, shifted, max(floor, FALLBACK_RIDGE * 1e-6))
-    return np.asarray(vectors @ ((vectors.T @ moment) / shifted))
+    keep = shifted > max(float(shifted.max()) * 1e-12, 1e-300)
+    if not keep.any():
+        shifted, keep = np.full_like(shifted, FALLBACK_RIDGE), np.ones_like(keep)
+    projected = vectors.T @ moment
+    coefficients = np.where(keep, projected / np.where(keep, shifted, 1.0), 0.0)
+    return np.asarray(vectors @ coefficients)
 
 
 class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type: ignore[misc]
@@ -125,9 +129,14 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
         unit = row_norm == "unit"
 
         def rows(X: np.ndarray) -> np.ndarray:
-            norms = np.linalg.norm(X, axis=1)
+            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
             if unit:  # record-local: each row to the sphere (a zero row stays zero)
                 factor = np.where(norms > 0, 1.0 / np.maximum(norms, 1e-300), 0.0)
+            elif not (norms > x_bound).any():
+                Xs = X / x_bound if x_bound != 1.0 else X
+                if intercept:
+                    Xs = np.hstack([Xs, np.ones((Xs.shape[0], 1))]) / math.sqrt(2.0)
+                return np.asarray(Xs, dtype=float)
             else:
                 factor = np.minimum(1.0, x_bound / np.maximum(norms, 1e-300)) / x_bound
             Xs = X * factor[:, None]
@@ -330,7 +339,8 @@ class SSP(_SufficientStatisticsRegression):
     (eigenvalues of the noisy Gram matrix projected onto [0, ∞); no ridge, so SSP is
     unstable where the noise is comparable to λ_min — ADASSP's reason to exist).
     ``"published"`` adds Wang's non-symmetric d×d noise matrix with
-    σ = √(log(4/δ))/ε per release and solves with it as he does; charged at its true
+    σ = √(log(4/δ))/ε per release and solves with it as his code does (with the identity
+    added to the noisy X̃ᵀX̃, a public ridge of 1); charged at its true
     cost (ε ≈ 1.59 at nominal (1, 1e-6), add/remove, continuous noise).
 
     Args:
@@ -394,7 +404,8 @@ class SSP(_SufficientStatisticsRegression):
                 Release("Xty", self._gaussian(sigma, delta_xy, d), xty),
             ]
             noisy_xtx, noisy_xty = self._release_all(releases, ledger)
-            gram = np.asarray(noisy_xtx, dtype=float).reshape(d, d)
+            # Wang's code solves with XᵀX + noise + I (a public ridge of 1, post-processing)
+            gram = np.asarray(noisy_xtx, dtype=float).reshape(d, d) + np.eye(d)
             theta, *_ = np.linalg.lstsq(gram, np.asarray(noisy_xty, dtype=float), rcond=None)
         else:
             entries = d * (d + 1) // 2
