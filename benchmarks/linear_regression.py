@@ -631,9 +631,9 @@ def scale_mode(total: int, chunk: int, d: int, repeat: int, blas_threads: int) -
         f"\nnumpy X.T@X + X.T@y alone (excluding generation): {floor['gram']:.2f} s, "
         f"{gram_rate:,.0f} rows/s; generation is the rest of the numpy run."
     )
-    overhead = best["adassp"]["wall"] - floor["wall"]
+    overhead = best["adassp-sync"]["wall"] - floor["wall"]
     print(
-        f"ADASSP's extra time over the numpy loop: {overhead:+.2f} s "
+        f"ADASSP's extra time over the numpy loop (synchronous): {overhead:+.2f} s "
         f"({overhead / floor['gram']:+.2f}× the Gram time)"
     )
     rate_np = total / floor["wall"]
