@@ -802,6 +802,7 @@ def main() -> None:
             f"\nUCI data not found (looked in {where_to_look()}; set DPLEDGER_DATA to the folder "
             "holding uci/): skipping the UCI part."
         )
+        verdicts.append("SKIP  UCI targets: the UCI data folder is absent")
         names = []
     if names:
         per_set = uci_block(names, fold_seeds, safe)
