@@ -2,11 +2,11 @@
 
 The files are NOT part of the project (never commit them). They are looked for in
 ``$DPLEDGER_DATA/uci`` if the environment variable ``DPLEDGER_DATA`` is set, otherwise in
-``../shared/data/uci`` relative to the repository root. :func:`data_dir` returns ``None``
+``uci/`` under ``$DPLEDGER_DATA``. :func:`data_dir` returns ``None``
 when the folder is absent, so a script can say so and exit cleanly.
 
 Every set is described by one row of :data:`SETS` (files, target column, log or not,
-feature columns), exactly as ``../shared/data/README.md`` lists them (columns 0-based).
+feature columns), exactly as the data sets' README lists them (columns 0-based).
 Text files are parsed by splitting on whitespace *and* commas with universal newlines
 (concrete and protein have CR-only line ends, airfoil and bike CRLF); the ``.mat`` files
 hold one matrix ``data``.
@@ -86,7 +86,7 @@ SHAPES = {
 
 
 def data_dir() -> Path | None:
-    """The shared data folder (``$DPLEDGER_DATA`` or ``../shared/data``), or None if absent."""
+    """The data folder (``$DPLEDGER_DATA``, or the project's own), or None if absent."""
     env = os.environ.get("DPLEDGER_DATA")
     folder = Path(env) if env else REPO.parent / "shared" / "data"
     return folder if (folder / "uci").is_dir() else None

@@ -25,12 +25,12 @@ y = clip(xᵀθ* + 0.1·N(0, 1), −1, 1); 10,000 training and 10,000 test rows.
 Non-private MSE ≈ 0.01, zero predictor ≈ 0.06. Fitted without intercept (like Wang;
 y is centred by construction), then again with fit_intercept=True.
 
-UCI: the 15 sets of Wang (2018), loaded and preprocessed as ../shared/data/README.md says
+UCI: the 15 sets of Wang (2018), loaded and preprocessed as the data sets' README says
 (benchmarks/_uci.py), 10-fold cross-validation (KFold, shuffled, fixed seed),
 ``--fold-seeds`` noise draws per fold and method; fit_intercept=False as in Wang.
 The preprocessing statistics (column means and sds, ȳ, max|y|) come from the whole data
 set, as in Wang's experiments: identical for every method, and NOT private. If the data
-folder (``$DPLEDGER_DATA`` or ../shared/data) is absent, the UCI part is skipped.
+folder (``$DPLEDGER_DATA``) is absent, the UCI part is skipped.
 
 ``--scale``: ADASSP on 10⁷ × 20 rows generated chunk by chunk inside dask (never held in
 memory at once), against numpy's own X.T @ X + X.T @ y over the same chunks generated the

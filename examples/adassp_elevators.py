@@ -4,10 +4,10 @@ Wang's (2018) own published numbers alongside.
 Run:  python examples/adassp_elevators.py [PNG] [--data DIR] [--seeds N]
 
 Reads ``uci/elevators/elevators.{data,test}`` (stacked; 16,599 rows, 18 features, target
-log(col 18)) from ``--data``, else ``$DPLEDGER_DATA``, else ``../shared/data``. If the
+log(col 18)) from ``--data``, else ``$DPLEDGER_DATA`` (UCI's files under ``uci/``). If the
 files are absent it says so and exits (status 0): these data are not part of the project.
 
-Preprocessing, as in Wang's experiments (and ../shared/data/README.md): y centred and
+Preprocessing, as in Wang's experiments: y centred and
 divided by max|y|; features z-scored; every row scaled to unit norm (‖x‖ ≤ 1, |y| ≤ 1).
 These statistics come from the whole data set before the cross-validation split — they
 are NOT private, and are the same for every method.
@@ -22,8 +22,9 @@ intercept, 10-fold cross-validation (``--seeds`` noise draws per fold):
 Published ADASSP spends less than its nominal ε (≈ 60 % at ε = 1), published SSP more
 (≈ 1.7 at nominal 1): a ledger holding the nominal budget would refuse it, so here it
 draws on a ledger sized to accept it, and the table prints the ε each published variant
-truly spent. Wang's code also adds I to XᵀX (ridge 1) inside SSP and ADASSP; dpledger does
-not, so the published rows are close to, not identical with, his.
+truly spent. Wang's code also adds I to XᵀX (ridge 1) inside SSP and ADASSP; dpledger's
+published SSP does too, its ADASSP does not, so those rows are close to, not identical
+with, his.
 """
 
 from __future__ import annotations
