@@ -1,9 +1,9 @@
 """The 15 UCI regression sets of Wang (2018): loading and Wang's preprocessing.
 
 The files are NOT part of the project (never commit them). They are looked for in
-``$DPLEDGER_DATA/uci`` if the environment variable ``DPLEDGER_DATA`` is set, otherwise in
-``uci/`` under ``$DPLEDGER_DATA``. :func:`data_dir` returns ``None``
-when the folder is absent, so a script can say so and exit cleanly.
+``$DPLEDGER_DATA/uci`` (the project's own data folder when the variable is unset).
+:func:`data_dir` returns ``None`` when the folder is absent, so a script can say so and
+exit cleanly.
 
 Every set is described by one row of :data:`SETS` (files, target column, log or not,
 feature columns), exactly as the data sets' README lists them (columns 0-based).
