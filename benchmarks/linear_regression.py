@@ -530,7 +530,7 @@ def scale_worker(kind: str, total: int, chunk: int, d: int) -> dict[str, Any]:
             return min(times)
 
         t_numpy = best(lambda: (X.T @ X, X.T @ y))
-        t_dpl = best(lambda: _data._block_statistics(X, y, transform, None))
+        t_dpl = best(lambda: _data._checked_block(X, y, transform, _data.gram))
         return {"numpy": t_numpy, "dpledger": t_dpl, "rows": sizes[0]}
     import dask
     import dask.array as da
