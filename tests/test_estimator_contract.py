@@ -341,3 +341,41 @@ def test_float_noise_is_opt_in_and_warned(data):
         warnings.simplefilter("always")
         _adassp(epsilon=1.0, delta=1e-6, rng=0, safe_noise=False).fit(X, y)
     assert any("floating-point" in str(w.message) for w in caught)
+
+
+@names
+def test_clones_never_repeat_noise_on_a_shared_ledger(name, data):
+    # sklearn.clone deep-copies a Generator with its state: the ledger's position must
+    # still make every fit's noise its own (identical noise would publish differences)
+    X, y = data
+    eps, delta = budget(name)
+    ledger = dpl.Ledger(40.0, delta)
+    model = make(name, epsilon=eps, delta=delta, ledger=ledger, rng=np.random.default_rng(5))
+    first = clone(model).fit(X, y)
+    second = clone(model).fit(X, y)
+    assert not np.array_equal(first.coef_, second.coef_)
+
+
+@names
+def test_a_repeated_seed_on_per_fit_ledgers_is_warned(name, data):
+    from dpledger.algorithms.base import RepeatedNoiseWarning
+
+    X, y = data
+    eps, delta = budget(name)
+    if name in OVERSPEND:
+        return  # these run on a shared ledger (its position enters the seed)
+    seed = 987_000 + sorted(ESTIMATORS).index(name)
+    make(name, epsilon=eps, delta=delta, rng=seed).fit(X, y)
+    with pytest.warns(RepeatedNoiseWarning):
+        make(name, epsilon=eps, delta=delta, rng=seed).fit(X, y)
+
+
+@names
+def test_a_shared_ledger_is_never_pickled_as_a_fitted_record(name, data):
+    X, y = data
+    eps, delta = budget(name)
+    model = make(name, epsilon=eps, delta=delta, ledger=dpl.Ledger(40.0, delta), rng=0)
+    model.fit(X, y)
+    model.set_params(ledger=None)  # ledger_ is still the shared, in-memory budget
+    with pytest.raises(DPLedgerError, match="duplicate"):
+        pickle.dumps(model)

@@ -163,3 +163,18 @@ def test_logistic_needs_binary_labels():
         PrivateIRLS(epsilon=1, delta=1e-6, x_bound=1, adjacency="add_remove", loss="logistic").fit(
             X, X @ theta
         )
+
+
+def test_bad_labels_fail_before_anything_is_decided_or_spent():
+    X, theta, _ = _data(n=100)
+    ledger = dpl.Ledger(1.0, 1e-6)
+    with pytest.raises(InvalidArgumentError, match="0 or 1"):
+        PrivateIRLS(
+            epsilon=0.5,
+            delta=1e-6,
+            x_bound=1,
+            adjacency="add_remove",
+            loss="logistic",
+            ledger=ledger,
+        ).fit(X, X @ theta)
+    assert ledger.receipts == () and ledger.accountant == "auto"

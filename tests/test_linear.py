@@ -301,3 +301,41 @@ def test_dask_partitions_are_validated_where_they_are_computed():
     with pytest.raises(dpl.InvalidArgumentError, match="align"):
         ADASSP(**kw, ledger=ledger).fit(frame, shuffled)
     assert ledger.receipts == ()
+
+
+@pytest.mark.parametrize("row_norm", ["clip", "unit"])
+def test_rows_never_leave_the_unit_ball(row_norm):
+    # subnormal entries whose squares vanish, huge entries whose squares overflow, and
+    # rows a rounding error above the bound: all end with ‖x̃‖ ≤ 1
+    d = 50
+    X = np.vstack(
+        [
+            np.full(d, 1e-162),
+            np.full(d, 1e200),
+            np.full(d, 1 / math.sqrt(d)) * (1 + 1e-15),
+            np.zeros(d),
+            np.r_[1.0, np.zeros(d - 1)],
+        ]
+    )
+    y = np.zeros(len(X))
+    for intercept in (True, False):
+        model = ADASSP(x_bound=1.0, y_bound=1.0, row_norm=row_norm, fit_intercept=intercept)
+        rows, _ = model._transform()(X, y)
+        assert np.all(np.einsum("ij,ij->i", rows, rows) <= 1.0)
+        assert np.all(np.isfinite(rows))
+
+
+def test_complex_input_is_refused():
+    X, y = _data(n=50, d=2)
+    with pytest.raises(dpl.DPLedgerError, match="real"):
+        ADASSP(epsilon=1, delta=1e-6, x_bound=1, y_bound=1, adjacency="add_remove").fit(X + 1j, y)
+
+
+def test_predict_on_dask_stays_lazy():
+    da = pytest.importorskip("dask.array")
+    X, y = _data(n=300, d=3)
+    model = ADASSP(epsilon=1, delta=1e-6, x_bound=1, y_bound=1, adjacency="add_remove", rng=1)
+    model.fit(X, y)
+    lazy = model.predict(da.from_array(X, chunks=(100, 3)))
+    assert hasattr(lazy, "compute")
+    np.testing.assert_allclose(lazy.compute(), model.predict(X))

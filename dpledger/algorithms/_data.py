@@ -58,8 +58,8 @@ def as_design(X: Any) -> Any:
             raise InvalidArgumentError(
                 f"`X` must be 2-D (rows × features). Found {X.ndim}-D with shape {X.shape}."
             )
-        if not np.issubdtype(X.dtype, np.number):
-            raise InvalidArgumentTypeError(f"`X` must be numeric. Found dtype {X.dtype}.")
+        if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
+            raise InvalidArgumentTypeError(f"`X` must be real numbers. Found dtype {X.dtype}.")
         return X.astype(float).rechunk({1: -1})
     X = _numeric_frame(X, "X")
     try:
@@ -71,6 +71,8 @@ def as_design(X: Any) -> Any:
             f"`X` must be 2-D (rows × features); reshape a single feature with "
             f"X.reshape(-1, 1). Found {array.ndim}-D with shape {array.shape}."
         )
+    if np.iscomplexobj(array):
+        raise InvalidArgumentTypeError(f"`X` must be real. Found dtype {array.dtype}.")
     if array.dtype == bool or not np.issubdtype(array.dtype, np.number):
         try:
             array = array.astype(float)
@@ -111,6 +113,8 @@ def as_target(y: Any, rows: int | None) -> Any:
         array = array[:, 0]
     if array.ndim != 1:
         raise InvalidArgumentError(f"`y` must be 1-D. Found shape {array.shape}.")
+    if np.iscomplexobj(array):
+        raise InvalidArgumentTypeError(f"`y` must be real. Found dtype {array.dtype}.")
     try:
         array = array.astype(float)
     except (TypeError, ValueError):

@@ -26,7 +26,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,10 +48,65 @@ from dpledger.errors import (
 from dpledger.ledger import Ledger
 from dpledger.mechanisms._rng import resolve_rng
 
-__all__ = ["ADJACENCIES", "VARIANTS", "PrivateEstimator", "Release"]
+__all__ = [
+    "ADJACENCIES",
+    "VARIANTS",
+    "PrivateEstimator",
+    "Release",
+    "RepeatedNoiseWarning",
+    "noise_generator",
+]
 
 ADJACENCIES = (ev.ADD_REMOVE, ev.REPLACE_ONE)
 VARIANTS = ("calibrated", "published")
+
+
+class RepeatedNoiseWarning(UserWarning):
+    """A seeded fit on its own per-fit ledger repeats noise an earlier fit already drew."""
+
+
+_USED_SEEDS: set[str] = set()
+_USED_LOCK = threading.Lock()
+
+
+def noise_generator(rng: Any, ledger: Ledger | None) -> np.random.Generator:
+    """The generator a fit draws its noise from (call only once its releases are checked).
+
+    Without ``rng``: a fresh OS-seeded generator. With a seed or a Generator (for
+    reproducible experiments), the stream is derived from it *and* from the shared
+    ledger's position (its head: receipt count and hash), so two fits drawing on one
+    ledger never draw the same noise — not even clones whose Generator ``sklearn.clone``
+    deep-copied with its state, as in cross-validation. Identical noise in two releases
+    would publish the difference of their statistics without noise and void every
+    composition theorem. A Generator passed in is advanced (a draw of its seed), so
+    successive fits with one Generator differ too. On a per-fit ledger (``ledger`` None)
+    there is no shared position: a repeat of the same seed material in this process is
+    warned about (:class:`RepeatedNoiseWarning`).
+    """
+    if rng is None:
+        return resolve_rng(None)
+    if isinstance(rng, np.random.Generator):
+        material = [int(v) for v in rng.integers(0, 2**63 - 1, size=4)]
+    else:
+        material = [int(resolve_rng(rng).integers(0, 2**63 - 1))]
+    if ledger is not None:
+        count, digest = ledger.head
+        material += [int(count), int(hashlib.sha256(digest.encode()).hexdigest()[:15], 16)]
+    else:
+        key = repr(material)
+        with _USED_LOCK:
+            repeated = key in _USED_SEEDS
+            _USED_SEEDS.add(key)
+        if repeated:
+            warnings.warn(
+                "this fit's seed repeats noise an earlier fit in this process already drew "
+                "(the same int seed, or a copied Generator, on a per-fit ledger): releases "
+                "with identical noise publish the difference of their statistics. Use a new "
+                "seed per fit, rng=None, or a shared ledger (its position enters the seed).",
+                RepeatedNoiseWarning,
+                stacklevel=4,
+            )
+    return np.random.default_rng(np.random.SeedSequence(material))
 
 
 @dataclass(frozen=True)
@@ -200,18 +258,22 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         """
         epsilon, delta = self._budget()
         mechanisms = [r.mechanism for r in schedule]
+        for r in schedule:  # every statistic must be releasable before the first charge
+            r.mechanism.validate(r.value)
+        shared = ledger
         if ledger is None:
             ledger = Ledger(epsilon, delta, adjacency=self._adjacency())
             ledger.plan(mechanisms, label=f"{type(self).__name__}.fit")  # refuses over budget
         else:
             ledger.check(mechanisms, decide=True)
-        generator = resolve_rng(self.rng)
+        generator = noise_generator(self.rng, shared)
         name = type(self).__name__
         outputs = [
             ledger.release(r.mechanism, r.value, generator, label=f"{name}: {r.name}")
             for r in schedule
         ]
         self.ledger_ = ledger
+        self._own_ledger = shared is None
         self.releases_ = [m.event for m in mechanisms]
         return outputs
 
@@ -220,9 +282,12 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
     def __getstate__(self) -> dict[str, Any]:
         state = dict(super().__getstate__())
         fitted = state.get("ledger_")
-        if fitted is not None and fitted is not self.ledger and fitted._store is None:
-            # the per-fit ledger holds exactly this fit's plan, spent: keep it as a record
-            state["ledger_"] = _LedgerRecord(fitted.to_dict())
+        if fitted is not None and state.get("_own_ledger") and fitted._store is None:
+            planned = fitted.planned_remaining
+            if planned is not None and not planned:
+                # this fit's own ledger: its plan, all of it spent — kept as a record
+                state["ledger_"] = _LedgerRecord(fitted.to_dict())
+        # any other in-memory ledger (a shared one) refuses to be pickled: never duplicated
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -39,8 +39,9 @@ import numpy as np
 from dpledger._public import namespace
 from dpledger._validation import check_choice, check_positive, check_probability, check_real
 from dpledger.accountant import events as ev
+from dpledger.algorithms.base import noise_generator
 from dpledger.calibrate import mechanism as calibrated_mechanism
-from dpledger.errors import BudgetExceededError, InvalidArgumentError, InvalidArgumentTypeError
+from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 from dpledger.mechanisms import DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace
 from dpledger.mechanisms.base import Mechanism
 
@@ -215,16 +216,16 @@ class _Plan:
             else:
                 # equal shares of what remains now; charges add in every ledger currency
                 mechanisms.append(self.ledger.calibrate(factory, share=self.share / k))
-        if k > 1 and self.ledger.fits(ev.Composed(tuple(m.event for m in mechanisms))) < 1:
-            raise BudgetExceededError(
-                "this query's releases do not fit the remaining budget together; nothing was "
-                "released.",
-                remaining=self.ledger.remaining,
-            )
+        for mech, (value, integer, _, _, _) in zip(mechanisms, self.items, strict=True):
+            mech.validate(value.astype(np.int64) if integer else value)
+        # all of the query's releases, in order, before the first (nothing half-done)
+        self.ledger.check(mechanisms, decide=True)
+        # a seeded rng is combined with the ledger's position: no two queries repeat noise
+        generator = noise_generator(rng, self.ledger)
         out = []
         for mech, (value, integer, _, _, label) in zip(mechanisms, self.items, strict=True):
             noisy = self.ledger.release(
-                mech, value.astype(np.int64) if integer else value, rng, label=label
+                mech, value.astype(np.int64) if integer else value, generator, label=label
             )
             out.append(np.asarray(noisy, dtype=float).reshape(-1))
         return out

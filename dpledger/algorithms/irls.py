@@ -53,7 +53,7 @@ from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import symmetric_from_upper, upper
+from dpledger.algorithms.base import noise_generator, symmetric_from_upper, upper
 from dpledger.algorithms.linear import _SufficientStatisticsRegression, solve_ridge
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, Laplace
@@ -303,6 +303,17 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         # check the whole schedule before the first release (nothing drawn if refused)
         from dpledger.ledger import Ledger
 
+        # the first pass before any check or charge: malformed data (labels, NaN in a
+        # dask partition) fails here, having decided nothing and spent nothing
+        theta = np.zeros(d)
+        first_pass = _data.sufficient_statistics(Xd, yd, transform, moments=self._moments(theta))
+        # every iteration's statistics are bounded by n·(row bounds) whatever θ is: check
+        # that the noise grid can hold such values before the first release
+        w, r, _ = self._bounds(d)
+        count = _count_rows(Xd)
+        for m, bound in zip(mechanisms[:2], (r * count, math.sqrt(2) * w * count), strict=True):
+            if not isinstance(m, Wishart):
+                m.validate(np.full(m.dimension, bound))
         own = ledger is None
         if own:
             ledger = Ledger(epsilon, delta, adjacency=adjacency)
@@ -310,11 +321,12 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         else:
             assert ledger is not None
             ledger.check(mechanisms, decide=True)
-        theta = np.zeros(d)
-        generator = _rng(self.rng)
+        generator = noise_generator(self.rng, None if own else ledger)
         for t in range(iterations):
-            matrix, vector = _data.sufficient_statistics(
-                Xd, yd, transform, moments=self._moments(theta)
+            matrix, vector = (
+                first_pass
+                if t == 0
+                else _data.sufficient_statistics(Xd, yd, transform, moments=self._moments(theta))
             )
             m_first, m_second = mechanisms[2 * t], mechanisms[2 * t + 1]
             noisy_vector = np.asarray(
@@ -344,6 +356,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
             step = solve_ridge(noisy_matrix, noisy_vector, ridge)
             theta = step if self.loss == "lad" else theta + step
         self.ledger_ = ledger
+        self._own_ledger = own
         self.releases_ = [m.event for m in mechanisms]
         self.ridge_ = (
             0.0 if isinstance(mechanisms[1], Wishart) else mechanisms[1].sigma * math.sqrt(2 * d)
@@ -369,10 +382,16 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         return eta
 
 
-def _rng(rng: Any) -> np.random.Generator:
-    from dpledger.mechanisms._rng import resolve_rng
-
-    return resolve_rng(rng)
+def _count_rows(X: Any) -> int:
+    """The number of rows (used only to check the noise grid's range, never released)."""
+    if _data.is_dask(X):
+        rows = X.shape[0]
+        if isinstance(rows, (int, np.integer)) and not (
+            isinstance(rows, float) and math.isnan(rows)
+        ):
+            return int(rows)
+        return len(X)
+    return int(X.shape[0])
 
 
 __dir__ = namespace(__all__)

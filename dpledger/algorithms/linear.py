@@ -107,6 +107,44 @@ def solve_ridge(gram: np.ndarray, moment: np.ndarray, ridge: float) -> np.ndarra
     return np.asarray(vectors @ coefficients)
 
 
+def _row_norms(X: np.ndarray) -> np.ndarray:
+    """‖row‖₂ of every row, exact even where the squares under- or overflow."""
+    squares = np.einsum("ij,ij->i", X, X)
+    norms = np.sqrt(squares)
+    risky = (squares < 1e-280) | ~np.isfinite(squares)
+    if risky.any():  # rescale by the largest entry first (as a careful norm does)
+        sub = X[risky]
+        top = np.max(np.abs(sub), axis=1)
+        unit = sub / np.where(top > 0, top, 1.0)[:, None]
+        norms[risky] = top * np.sqrt(np.einsum("ij,ij->i", unit, unit))
+    return np.asarray(norms)
+
+
+def _enforce_unit_norm(Xs: np.ndarray) -> None:
+    """Shrink, in place, the rows whose computed norm exceeds 1 by rounding."""
+    squares = np.einsum("ij,ij->i", Xs, Xs)
+    over = squares > 1.0
+    if over.any():
+        Xs[over] /= (np.sqrt(squares[over]) * (1.0 + 2.0**-50))[:, None]
+
+
+def _scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
+    """Rows clipped to ``x_bound`` and divided by it (or unit-normed): ‖row‖ ≤ 1, always.
+
+    Record-local. The norms are computed without under- or overflow, and the result is
+    re-checked, so no row leaves the unit ball — not even by rounding, and not a row of
+    subnormal entries whose squares would vanish.
+    """
+    norms = _row_norms(X)
+    positive = norms > 0
+    inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=positive)
+    # unit: each row to the sphere (a zero row stays zero); else clipped to x_bound, scaled
+    factor = inverse if unit else np.where(positive, np.minimum(1.0 / x_bound, inverse), 0.0)
+    Xs = np.asarray(X * factor[:, None], dtype=float)
+    _enforce_unit_norm(Xs)
+    return Xs
+
+
 class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type: ignore[misc]
     """Shared parts of SSP and ADASSP: scaling, statistics, prediction."""
 
@@ -132,20 +170,11 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
         unit = row_norm == "unit"
 
         def rows(X: np.ndarray) -> np.ndarray:
-            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-            if unit:  # record-local: each row to the sphere (a zero row stays zero)
-                factor = np.where(norms > 0, 1.0 / np.maximum(norms, 1e-300), 0.0)
-            elif not (norms > x_bound).any():
-                Xs = X / x_bound if x_bound != 1.0 else X
-                if intercept:
-                    Xs = np.hstack([Xs, np.ones((Xs.shape[0], 1))]) / math.sqrt(2.0)
-                return np.asarray(Xs, dtype=float)
-            else:
-                factor = np.minimum(1.0, x_bound / np.maximum(norms, 1e-300)) / x_bound
-            Xs = X * factor[:, None]
+            Xs = _scale_rows(X, x_bound, unit)
             if intercept:
                 Xs = np.hstack([Xs, np.ones((Xs.shape[0], 1))]) / math.sqrt(2.0)
-            return np.asarray(Xs, dtype=float)
+                _enforce_unit_norm(Xs)
+            return Xs
 
         return rows
 
@@ -190,6 +219,10 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
             raise InvalidArgumentError(
                 f"`X` must have {self.n_features_in_} features, as in fit. Found {X.shape[1]}."
             )
+        if _data.is_dask(X):  # lazily, partition by partition: never gathered
+            if hasattr(X, "to_dask_array"):
+                X = X.to_dask_array().astype(float)
+            return X @ self.coef_ + self.intercept_  # type: ignore[no-any-return]
         return np.asarray(X @ self.coef_ + self.intercept_)
 
 

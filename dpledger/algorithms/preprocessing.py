@@ -16,8 +16,9 @@ proportion to its own range. Releases, for one record:
 * the count n — 1 under add/remove; under replace-one n is public (neighbours have the
   same size) and is not released.
 
-Means are lo + (hi − lo)·Σu/n, variances (hi − lo)²·(Σu²/n − (Σu/n)²), floored at a
-public thousandth of the range (post-processing), so the scaler costs its releases only.
+Means are lo + (hi − lo)·Σu/n, variances (hi − lo)²·(Σu²/n − (Σu/n)²), floored at the
+larger of a thousandth of the range and three noise standard deviations of Σu²/n
+(post-processing of released values), so the scaler costs its releases only.
 """
 
 from __future__ import annotations
@@ -155,7 +156,10 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
         count = max(count, 1.0)
         mean_u = np.clip(np.asarray(outputs[0], dtype=float) / count, 0.0, 1.0)
         var_u = np.asarray(outputs[1], dtype=float) / count - mean_u**2
-        floor = 1e-6  # public: a thousandth of the declared range, squared
+        # public floor: a thousandth of the range, or the noise of Σu²/n (3 standard
+        # deviations), whichever is larger — a variance the noise cannot resolve is not
+        # trusted to shrink the scale (post-processing of released values)
+        floor = max(1e-6, 3.0 * mechanisms[1].sigma / count)
         self.mean_ = lo + width * mean_u
         self.var_ = width**2 * np.maximum(var_u, floor)
         self.scale_ = np.sqrt(self.var_)
