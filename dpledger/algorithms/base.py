@@ -201,6 +201,25 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
             raise InvalidArgumentError(f"`{name}` must be finite. Found {value!r}.")
         return bound
 
+    def _fitted_input(self, X: Any, attribute: str) -> Any:
+        """``X`` for predict/transform: fitted first, validated, with fit's feature count.
+
+        A dask DataFrame comes back as a dask array (lazy: never gathered).
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        from dpledger.algorithms import _data
+
+        check_is_fitted(self, attribute)
+        X = _data.as_design(X)
+        if X.shape[1] != self.n_features_in_:
+            raise InvalidArgumentError(
+                f"`X` must have {self.n_features_in_} features, as in fit. Found {X.shape[1]}."
+            )
+        if _data.is_dask(X) and hasattr(X, "to_dask_array"):
+            X = X.to_dask_array().astype(float)
+        return X
+
     # -- the schedule: calibrate, check, release ---------------------------------------
 
     def _calibrate(

@@ -211,17 +211,8 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions x·coef_ + intercept_ (post-processing of the released statistics)."""
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self, "coef_")
-        X = _data.as_design(X)
-        if X.shape[1] != self.n_features_in_:
-            raise InvalidArgumentError(
-                f"`X` must have {self.n_features_in_} features, as in fit. Found {X.shape[1]}."
-            )
+        X = self._fitted_input(X, "coef_")
         if _data.is_dask(X):  # lazily, partition by partition: never gathered
-            if hasattr(X, "to_dask_array"):
-                X = X.to_dask_array().astype(float)
             return X @ self.coef_ + self.intercept_  # type: ignore[no-any-return]
         return np.asarray(X @ self.coef_ + self.intercept_)
 

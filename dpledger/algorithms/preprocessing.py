@@ -169,16 +169,10 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
 
     def transform(self, X: Any) -> np.ndarray:
         """(clip(X) − mean_) / scale_ — post-processing of the released statistics."""
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self, "mean_")
-        Xd = _data.as_design(X)
-        if Xd.shape[1] != self.n_features_in_:
-            raise InvalidArgumentError(
-                f"`X` must have {self.n_features_in_} features, as in fit. Found {Xd.shape[1]}."
-            )
+        Xd = self._fitted_input(X, "mean_")
         lo, hi = self._bounds_
-        return np.asarray((np.clip(Xd, lo, hi) - self.mean_) / self.scale_)
+        scaled = (Xd.clip(lo, hi) - self.mean_) / self.scale_
+        return scaled if _data.is_dask(Xd) else np.asarray(scaled)  # dask: stays lazy
 
 
 __dir__ = namespace(__all__)
