@@ -339,3 +339,11 @@ def test_predict_on_dask_stays_lazy():
     lazy = model.predict(da.from_array(X, chunks=(100, 3)))
     assert hasattr(lazy, "compute")
     np.testing.assert_allclose(lazy.compute(), model.predict(X))
+
+
+def test_a_budget_below_the_safe_grids_floor_is_a_clear_calibration_error():
+    X, y = _data(n=100, d=3)
+    kw = dict(epsilon=1e-6, delta=1e-6, x_bound=1, y_bound=1, adjacency="add_remove", rng=0)
+    with pytest.raises(dpl.CalibrationError, match="safe_noise=False"):
+        ADASSP(**kw).fit(X, y)
+    assert ADASSP(**kw, safe_noise=False).fit(X, y).ledger_.spent[0] <= 1e-6

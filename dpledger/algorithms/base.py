@@ -42,6 +42,7 @@ from dpledger._validation import check_positive, check_probability
 from dpledger.accountant import events as ev
 from dpledger.errors import (
     BudgetExceededError,
+    CalibrationError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
 )
@@ -242,7 +243,17 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         def composed(p: float) -> ev.Event:
             return ev.Composed(tuple(m.event for m in make(p)))
 
-        tightest = solve(composed, epsilon=epsilon, delta=delta, initial=initial)
+        try:
+            tightest = solve(composed, epsilon=epsilon, delta=delta, initial=initial)
+        except CalibrationError as error:
+            if getattr(self, "safe_noise", False):
+                raise CalibrationError(
+                    f"{error} The safe (discrete) noise's grid adds a rounding term to every "
+                    "release's sensitivity, which no amount of noise removes; at so small a "
+                    "budget use safe_noise=False (textbook noise) or a larger epsilon.",
+                    bracket=error.bracket,
+                ) from None
+            raise
         if ledger is None:
             return tightest
         config = ledger._currency(composed(initial))  # an undecided auto ledger: by the schedule

@@ -147,6 +147,10 @@ def solve(
             return excess(p)
         except (OverflowError, ZeroDivisionError):
             return math.inf
+        except InvalidArgumentError:
+            if p > 1e200:  # the noise overflowed (e.g. σ = ∞) before meeting the target
+                return math.inf
+            raise
 
     hi = initial
     for _ in range(_MAX_DOUBLINGS):
