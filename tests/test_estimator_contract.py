@@ -18,7 +18,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 import dpledger as dpl
-from dpledger.algorithms import ADASSP, SSP, PrivateIRLS
+from dpledger.algorithms import ADASSP, SSP, FMLinearRegression, PrivateIRLS
 from dpledger.errors import BudgetExceededError, DPLedgerError
 from dpledger.mechanisms.base import Mechanism
 
@@ -35,8 +35,16 @@ def _irls(**kw):
     return PrivateIRLS(x_bound=1.0, y_bound=1.0, adjacency="add_remove", iterations=3, **kw)
 
 
+def _fm(**kw):
+    return FMLinearRegression(x_bound=1.0, y_bound=1.0, adjacency="add_remove", **kw)
+
+
 #: name -> factory(**budget and options) of an estimator with declared bounds
 ESTIMATORS = {
+    "GaussianFM": _fm,
+    "GaussianFM-published": lambda **kw: _fm(variant="published", **kw),
+    "RelaxedFM": lambda **kw: _fm(method="relaxed", **kw),
+    "FM": lambda **kw: _fm(method="original", **kw),
     "PrivateIRLS": _irls,
     "PrivateIRLS-published": lambda **kw: _irls(variant="published", **kw),
     "PrivateIRLS-laplace": lambda **kw: _irls(first_moment="laplace", **kw),
@@ -47,7 +55,7 @@ ESTIMATORS = {
 }
 #: estimators whose published constants overspend their nominal (ε, δ) (so a per-fit
 #: ledger holding the nominal budget refuses them): they get a larger shared ledger
-OVERSPEND = {"SSP-published", "PrivateIRLS-published"}
+OVERSPEND = {"SSP-published", "PrivateIRLS-published", "GaussianFM-published"}
 
 
 def budget(name):

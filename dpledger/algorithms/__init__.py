@@ -7,7 +7,8 @@ scikit-learn estimators following the estimator contract of :mod:`.base`.
 
 and private IRLS (:mod:`.irls`: :class:`PrivateIRLS`, robust, logistic and Poisson
 regression); :class:`PrivateStandardScaler` (:mod:`.preprocessing`), which releases the
-statistics it scales with and charges them.
+statistics it scales with and charges them; the functional mechanism family
+(:mod:`.functional`: FM, relaxed FM and Gaussian FM for linear and logistic loss).
 
 Planned: the functional mechanism family (FM, relaxed FM,
 Gaussian FM, capeFM), objective and output perturbation, KNG and noisy gradient descent
@@ -20,6 +21,7 @@ from __future__ import annotations
 from dpledger._public import namespace
 from dpledger.algorithms.base import PrivateEstimator
 from dpledger.algorithms.descriptive import count, histogram, mean, sum, variance
+from dpledger.algorithms.functional import FMLinearRegression, FMLogisticRegression
 from dpledger.algorithms.irls import PrivateIRLS
 from dpledger.algorithms.linear import ADASSP, SSP
 from dpledger.algorithms.preprocessing import PrivateStandardScaler
@@ -27,6 +29,8 @@ from dpledger.algorithms.preprocessing import PrivateStandardScaler
 __all__ = [
     "ADASSP",
     "SSP",
+    "FMLinearRegression",
+    "FMLogisticRegression",
     "PrivateEstimator",
     "PrivateIRLS",
     "PrivateStandardScaler",
@@ -37,4 +41,4 @@ __all__ = [
     "variance",
 ]
 
-__dir__ = namespace(__all__, "base", "descriptive", "irls", "linear", "preprocessing")
+__dir__ = namespace(__all__, "base", "descriptive", "functional", "irls", "linear", "preprocessing")
