@@ -149,3 +149,47 @@ def test_published_variants_are_charged_with_their_true_sensitivities():
         assert event.sensitivity == pytest.approx(true, rel=1e-12)
         # the paper's (looser) sensitivity sized the noise: the true cost is below nominal
         assert ledger.spent[0] < 1.0
+
+
+def test_sympy_path_reproduces_the_hand_written_arrays_and_sensitivities():
+    from dpledger.algorithms.polynomial import logistic_loss, squared_loss
+
+    X, theta, rng = _data(n=3000, d=3, seed=5)
+    cases = (
+        (FMLinearRegression(x_bound=1, y_bound=1), squared_loss(), np.clip(X @ theta, -1, 1)),
+        (FMLogisticRegression(x_bound=1), logistic_loss(), (rng.random(len(X)) < 0.4) * 1.0),
+    )
+    for model, loss, y in cases:
+        c0, c1, c2, _ = model._coefficients(X, y)
+        rows = model._rows()(X)
+        s0, s1, s2 = loss.arrays(rows, y)
+        np.testing.assert_allclose(s1, c1, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(s2, c2, rtol=1e-12, atol=1e-9)
+        if model.loss == "linear":
+            assert s0 == pytest.approx(c0, rel=1e-12)
+        for adjacency in ("add_remove", "replace_one"):
+            hand = model._sensitivities(rows.shape[1], adjacency)
+            derived = loss.sensitivities(adjacency)
+            for key in ("c1", "c2"):
+                assert derived[key] == pytest.approx(hand[key], rel=1e-12)
+
+
+def test_a_loss_the_paper_does_not_treat_fits_and_meets_its_budget():
+    from dpledger.algorithms.polynomial import FMPolynomialRegression, poisson_loss
+
+    X, theta, rng = _data(n=20_000, d=3, seed=6)
+    counts = rng.poisson(np.exp(0.5 * X @ theta)).astype(float)
+    loss = poisson_loss(y_bound=10.0)
+    assert [str(g) for g in loss.g] == ["1", "1 - y", "1/2"]  # e^m − y·m at m = 0
+    model = FMPolynomialRegression(
+        loss=loss, epsilon=2.0, delta=1e-5, x_bound=1, adjacency="add_remove", rng=0
+    ).fit(X, counts)
+    assert 2.0 * (1 - 1e-6) <= model.ledger_.spent[0] <= 2.0
+    # C₁'s sensitivity is sup|1 − y|·B = 9 on y ∈ [0, 10]; C₂'s ½·B²
+    assert loss.sensitivities("add_remove") == {"c0": 1.0, "c1": 9.0, "c2": 0.5}
+    with pytest.raises(dpl.InvalidArgumentError, match="margin and the label"):
+        import sympy
+
+        from dpledger.algorithms.polynomial import PolynomialLoss
+
+        PolynomialLoss(sympy.Symbol("z") * sympy.Symbol("m", real=True))
