@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dpledger._public import namespace
 from dpledger.algorithms.base import PrivateEstimator
+from dpledger.algorithms.cape import CapeFM
 from dpledger.algorithms.descriptive import count, histogram, mean, sum, variance
 from dpledger.algorithms.functional import FMLinearRegression, FMLogisticRegression
 from dpledger.algorithms.irls import PrivateIRLS
@@ -29,6 +30,7 @@ from dpledger.algorithms.preprocessing import PrivateStandardScaler
 __all__ = [
     "ADASSP",
     "SSP",
+    "CapeFM",
     "FMLinearRegression",
     "FMLogisticRegression",
     "PrivateEstimator",
