@@ -23,6 +23,7 @@ from dpledger.algorithms.base import PrivateEstimator
 from dpledger.algorithms.cape import CapeFM
 from dpledger.algorithms.descriptive import count, histogram, mean, sum, variance
 from dpledger.algorithms.functional import FMLinearRegression, FMLogisticRegression
+from dpledger.algorithms.gradient import NoisyGD, NoisyGDClassifier
 from dpledger.algorithms.irls import PrivateIRLS
 from dpledger.algorithms.linear import ADASSP, SSP
 from dpledger.algorithms.preprocessing import PrivateStandardScaler
@@ -33,6 +34,8 @@ __all__ = [
     "CapeFM",
     "FMLinearRegression",
     "FMLogisticRegression",
+    "NoisyGD",
+    "NoisyGDClassifier",
     "PrivateEstimator",
     "PrivateIRLS",
     "PrivateStandardScaler",
@@ -43,4 +46,6 @@ __all__ = [
     "variance",
 ]
 
-__dir__ = namespace(__all__, "base", "descriptive", "functional", "irls", "linear", "preprocessing")
+__dir__ = namespace(
+    __all__, "base", "descriptive", "functional", "gradient", "irls", "linear", "preprocessing"
+)

@@ -1,0 +1,339 @@
+"""Noisy (stochastic) gradient descent for linear and logistic models: DP-SGD for convex models.
+
+Every step releases the sum of the per-example gradients, each clipped to L2 norm
+``clip`` (C), plus Gaussian noise N(0, σ²·I): one record moves the sum by at most C
+(add/remove) or 2C (replace-one). With ``sampling_rate`` q each step uses a Poisson
+sample of the rows (every row independently with probability q; add/remove adjacency,
+the amplification theorem's). The T releases have noise fixed before the first one, so
+the run is planned and composed with the tightest method: exactly by Gaussian DP
+(Dong, Roth & Su 2019) without sampling, by PLD (Koskela et al. 2020) with it — σ is
+calibrated for the whole run, and each step is charged before its noise is drawn.
+
+The update is w ← w − η·(noisy sum)/n_public: ``data_size`` is a *public* row count
+(under replace-one, the size of the data, which neighbours share; under add/remove it
+must be declared — the true count would leak). Losses: squared error ½(xᵀw − y)² and
+the logistic loss log(1 + e^{xᵀw}) − y·xᵀw (y ∈ {0, 1}), with optional ridge ``alpha``
+(a data-independent term, added after the noise).
+
+For larger models, train with Opacus and account the run with dpledger (docs/training.md
+shows how); this estimator is the convex-model baseline of the functional mechanism and
+objective-perturbation families.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy import special
+from sklearn.base import ClassifierMixin
+
+from dpledger._public import namespace
+from dpledger._validation import (
+    check_int_at_least,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
+from dpledger.accountant import events as ev
+from dpledger.algorithms import _data
+from dpledger.algorithms.base import noise_generator
+from dpledger.algorithms.linear import _SufficientStatisticsRegression
+from dpledger.errors import InvalidArgumentError
+from dpledger.mechanisms import Gaussian
+
+__all__ = ["NoisyGD", "NoisyGDClassifier"]
+
+
+class _Sampled:
+    """A Gaussian release on a Poisson sample: charged as the sampled event it is."""
+
+    def __init__(self, inner: Gaussian, rate: float) -> None:
+        self.inner = inner
+        self.rate = rate
+        self.sigma = inner.sigma
+
+    @property
+    def event(self) -> ev.Event:
+        return ev.PoissonSampled(self.inner.event, self.rate)
+
+    def validate(self, value: Any) -> None:
+        self.inner.validate(value)
+
+    def release(self, value: Any, rng: Any = None) -> Any:
+        return self.inner.release(value, rng)
+
+    def __repr__(self) -> str:
+        return f"PoissonSampled({self.inner!r}, rate={self.rate!r})"
+
+
+class _NoisyGD(_SufficientStatisticsRegression):
+    loss: str
+    steps: Any
+    learning_rate: Any
+    clip: Any
+    sampling_rate: Any
+    data_size: Any
+    alpha: Any
+
+    def _gradients(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+        eta = X @ w
+        residual = (special.expit(eta) - y) if self.loss == "logistic" else (eta - y)
+        return np.asarray(X * residual[:, None], dtype=float)
+
+    def _steps_plan(self, d: int, ledger: Any) -> list[Any]:
+        epsilon, delta = self._budget()
+        if delta == 0:
+            raise InvalidArgumentError("noisy gradient descent adds Gaussian noise: `delta` > 0.")
+        adjacency = self._adjacency()
+        steps = check_int_at_least("steps", self.steps, 1)
+        clip = check_positive("clip", self.clip)
+        rate = self.sampling_rate
+        if rate is not None:
+            rate = check_probability("sampling_rate", rate, low_open=True, high_open=False)
+            if adjacency != ev.ADD_REMOVE:
+                raise InvalidArgumentError(
+                    "Poisson sampling is amplified under add/remove adjacency; declare "
+                    "adjacency='add_remove' (or sampling_rate=None for full batches)."
+                )
+            if self.safe_noise:
+                raise InvalidArgumentError(
+                    "no accountant composes Poisson-sampled *discrete* Gaussians yet: use "
+                    "safe_noise=False with sampling_rate, or full batches (sampling_rate=None)."
+                )
+            if rate == 1.0:
+                rate = None
+        sensitivity = clip * (2.0 if adjacency == ev.REPLACE_ONE else 1.0)
+        safe = bool(self.safe_noise)
+
+        def make(p: float) -> list[Any]:
+            one = Gaussian(p * sensitivity, sensitivity, dimension=d, safe=safe)
+            return [one if rate is None else _Sampled(one, rate)] * steps
+
+        guess = math.sqrt(2 * steps * math.log(1.25 / delta)) / epsilon
+        if rate is not None:
+            guess *= max(rate, 1e-3)
+        return make(self._calibrate(make, ledger, initial=guess))
+
+    def _fit_gd(self, X: Any, y: Any) -> np.ndarray:
+        from dpledger.ledger import Ledger
+
+        epsilon, delta = self._budget()
+        adjacency = self._adjacency()
+        ledger = self._shared_ledger()
+        rate_eta = check_positive("learning_rate", self.learning_rate)
+        alpha = check_nonnegative("alpha", self.alpha)
+        clip = check_positive("clip", self.clip)
+        Xd = _data.as_design(X)
+        if _data.is_dask(Xd):
+            raise InvalidArgumentError(
+                "noisy gradient descent takes in-memory data (numpy/pandas)."
+            )
+        yd = _data.as_target(y, Xd.shape[0])
+        if self.data_size is None:
+            if adjacency == ev.ADD_REMOVE:
+                raise InvalidArgumentError(
+                    "under add/remove the row count is private: declare `data_size`, a public "
+                    "(approximate) number of rows, to scale the steps. Found None."
+                )
+            size = float(Xd.shape[0])  # replace-one: neighbours share the size
+        else:
+            size = float(check_positive("data_size", self.data_size))
+        Xs, ys = (self._labels() if self.loss == "logistic" else self._transform())(Xd, yd)
+        d = Xs.shape[1]
+        mechanisms = self._steps_plan(d, ledger)
+        own = ledger is None
+        if ledger is None:
+            ledger = Ledger(epsilon, delta, adjacency=adjacency)
+            ledger.plan(mechanisms, label=f"{type(self).__name__}.fit")
+        else:
+            ledger.check(mechanisms, decide=True)
+        generator = noise_generator(self.rng, None if own else ledger)
+        labels: np.ndarray = np.asarray(ys, dtype=float)
+        rate = self.sampling_rate if self.sampling_rate not in (None, 1.0) else None
+        w = np.zeros(d)
+        for t, mechanism in enumerate(mechanisms):
+            rows = slice(None) if rate is None else generator.random(Xs.shape[0]) < rate
+            grads = self._gradients(Xs[rows], labels[rows], w)
+            norms = np.sqrt(np.einsum("ij,ij->i", grads, grads))
+            grads *= np.minimum(1.0, clip / np.maximum(norms, 1e-300))[:, None]
+            total = grads.sum(axis=0)
+            label = f"{type(self).__name__}: step {t + 1}"
+            noisy: np.ndarray = np.asarray(ledger.release(mechanism, total, generator, label=label))
+            expected = size * (1.0 if rate is None else rate)
+            w = w - rate_eta * (noisy / expected + alpha * w)
+        self.ledger_ = ledger
+        self._own_ledger = own
+        self.releases_ = [m.event for m in mechanisms]
+        self.sigma_ = mechanisms[0].sigma
+        self.n_features_in_ = int(Xd.shape[1])
+        return w
+
+    def _labels(self) -> _data.Transform:
+        rows = self._rows()
+
+        def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
+            if y is not None and not np.all((y == 0) | (y == 1)):
+                raise InvalidArgumentError("`y` must be 0 or 1 for the logistic loss.")
+            return rows(X), y
+
+        return transform
+
+
+class NoisyGD(_NoisyGD):
+    """Noisy gradient descent for linear regression (squared error), every step charged.
+
+    Args:
+        epsilon: The ε the whole run must meet.
+        delta: The δ the whole run must meet (> 0).
+        x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
+        y_bound: Declared bound on |y| (values beyond are clipped).
+        adjacency: "add_remove" or "replace_one" (declared).
+        steps: T, the number of noisy steps.
+        learning_rate: η.
+        clip: C, the per-example gradient norm bound.
+        sampling_rate: Poisson sampling rate q per step, or None for full batches.
+        data_size: A public row count (required under add/remove).
+        alpha: Ridge penalty (data-independent).
+        fit_intercept: Fit an intercept (a public constant column).
+        row_norm: "clip" (default) or "unit".
+        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        safe_noise: Exact discrete noise (default; full batches only) or floating-point.
+        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+    """
+
+    loss = "linear"
+    variant = "calibrated"
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        x_bound: float | None = None,
+        y_bound: float | None = None,
+        adjacency: str | None = None,
+        steps: int = 100,
+        learning_rate: float = 1.0,
+        clip: float = 1.0,
+        sampling_rate: float | None = None,
+        data_size: float | None = None,
+        alpha: float = 0.0,
+        fit_intercept: bool = True,
+        row_norm: str = "clip",
+        ledger: Any = None,
+        safe_noise: bool = True,
+        rng: Any = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.x_bound = x_bound
+        self.y_bound = y_bound
+        self.adjacency = adjacency
+        self.steps = steps
+        self.learning_rate = learning_rate
+        self.clip = clip
+        self.sampling_rate = sampling_rate
+        self.data_size = data_size
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.row_norm = row_norm
+        self.ledger = ledger
+        self.safe_noise = safe_noise
+        self.rng = rng
+
+    def fit(self, X: Any, y: Any) -> NoisyGD:
+        """Run the T noisy steps (all planned and checked before the first)."""
+        theta = self._fit_gd(X, y)
+        self._set_coefficients(theta, self.n_features_in_)
+        return self
+
+
+class NoisyGDClassifier(ClassifierMixin, _NoisyGD):  # type: ignore[misc]
+    """Noisy gradient descent for logistic regression (labels 0 and 1).
+
+    Same parameters as :class:`NoisyGD`, without ``y_bound``.
+
+    Args:
+        epsilon: The ε the whole run must meet.
+        delta: The δ the whole run must meet (> 0).
+        x_bound: Declared bound on each row's L2 norm.
+        adjacency: "add_remove" or "replace_one" (declared).
+        steps: T, the number of noisy steps.
+        learning_rate: η.
+        clip: C, the per-example gradient norm bound.
+        sampling_rate: Poisson sampling rate q per step, or None for full batches.
+        data_size: A public row count (required under add/remove).
+        alpha: Ridge penalty (data-independent).
+        fit_intercept: Fit an intercept (a public constant column).
+        row_norm: "clip" (default) or "unit".
+        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        safe_noise: Exact discrete noise (default; full batches only) or floating-point.
+        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+    """
+
+    loss = "logistic"
+    variant = "calibrated"
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        x_bound: float | None = None,
+        adjacency: str | None = None,
+        steps: int = 100,
+        learning_rate: float = 1.0,
+        clip: float = 1.0,
+        sampling_rate: float | None = None,
+        data_size: float | None = None,
+        alpha: float = 0.0,
+        fit_intercept: bool = True,
+        row_norm: str = "clip",
+        ledger: Any = None,
+        safe_noise: bool = True,
+        rng: Any = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.x_bound = x_bound
+        self.adjacency = adjacency
+        self.steps = steps
+        self.learning_rate = learning_rate
+        self.clip = clip
+        self.sampling_rate = sampling_rate
+        self.data_size = data_size
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.row_norm = row_norm
+        self.ledger = ledger
+        self.safe_noise = safe_noise
+        self.rng = rng
+
+    def fit(self, X: Any, y: Any) -> NoisyGDClassifier:
+        """Run the T noisy steps of logistic regression."""
+        theta = self._fit_gd(X, y)
+        x_bound = self._bound("x_bound", self.x_bound)
+        features = self.n_features_in_
+        shrink = math.sqrt(2.0) if self.fit_intercept else 1.0
+        self.coef_ = theta[:features] / (x_bound * shrink)
+        self.intercept_ = float(theta[features] / shrink) if self.fit_intercept else 0.0
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """x·coef_ + intercept_."""
+        return super().predict(X)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """[P(y = 0), P(y = 1)] per row."""
+        p = special.expit(np.asarray(self.decision_function(X)))
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The more probable label."""
+        return (np.asarray(self.decision_function(X)) > 0).astype(int)
+
+
+__dir__ = namespace(__all__)

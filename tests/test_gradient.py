@@ -1,0 +1,114 @@
+"""Noisy gradient descent: the run calibrated exactly, every step charged, sampling by PLD."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import dpledger as dpl
+from dpledger.algorithms import NoisyGD, NoisyGDClassifier
+
+from . import _reference as ref
+
+warnings.filterwarnings("ignore", message="Gaussian with safe=False")
+
+
+def _data(n=3000, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    theta = np.linspace(0.6, -0.3, d)
+    return X, np.clip(X @ theta + 0.1 * rng.normal(size=n), -1, 1), theta, rng
+
+
+@pytest.mark.parametrize("adjacency", ["add_remove", "replace_one"])
+def test_full_batch_run_is_calibrated_exactly_by_gaussian_dp(adjacency):
+    X, y, theta, _ = _data()
+    model = NoisyGD(
+        epsilon=1.0,
+        delta=1e-5,
+        x_bound=1,
+        y_bound=1,
+        adjacency=adjacency,
+        steps=40,
+        clip=0.5,
+        data_size=3000,
+        safe_noise=False,
+        rng=0,
+        fit_intercept=False,
+    ).fit(X, y)
+    assert len(model.releases_) == 40 and len(model.ledger_.receipts) == 41  # plan + steps
+    sensitivity = 0.5 * (2 if adjacency == "replace_one" else 1)
+    mu = math.sqrt(40) * sensitivity / model.sigma_  # T Gaussian steps: √T·Δ/σ (GDP)
+    assert float(ref.gaussian_epsilon(1e-5, mu)) <= 1.0 * (1 + 1e-12)
+    assert float(ref.gaussian_epsilon(1e-5, mu)) >= 1.0 * (1 - 1e-6)
+    np.testing.assert_allclose(model.coef_, theta, atol=0.1)
+
+
+def test_poisson_sampled_steps_are_charged_as_sampled_and_calibrated_by_pld():
+    X, y, theta, _ = _data(n=20_000)
+    model = NoisyGD(
+        epsilon=1.0,
+        delta=1e-5,
+        x_bound=1,
+        y_bound=1,
+        adjacency="add_remove",
+        steps=300,
+        sampling_rate=0.02,
+        data_size=20_000,
+        learning_rate=2.0,
+        safe_noise=False,
+        rng=1,
+        fit_intercept=False,
+    ).fit(X, y)
+    assert all(type(e).__name__ == "PoissonSampled" for e in model.releases_)
+    sigma = dpl.calibrate.gaussian_sigma(1.0, 1e-5, count=300, sampling_rate=0.02)
+    assert model.sigma_ == pytest.approx(sigma, rel=1e-3)
+    run = dpl.events.PoissonSampled(dpl.events.Gaussian(model.sigma_), 0.02) * 300
+    assert dpl.accountant.epsilon(run, 1e-5) <= 1.0
+    np.testing.assert_allclose(model.coef_, theta, atol=0.15)
+
+
+def test_bad_settings_are_refused_before_anything_is_spent():
+    X, y, _, _ = _data(n=200)
+    kw = dict(epsilon=1.0, delta=1e-5, x_bound=1, y_bound=1)
+    ledger = dpl.Ledger(5.0, 1e-5)
+    with pytest.raises(dpl.InvalidArgumentError, match="data_size"):
+        NoisyGD(**kw, adjacency="add_remove", ledger=ledger).fit(X, y)
+    with pytest.raises(dpl.InvalidArgumentError, match="add/remove"):
+        NoisyGD(**kw, adjacency="replace_one", sampling_rate=0.1, safe_noise=False).fit(X, y)
+    with pytest.raises(dpl.InvalidArgumentError, match="safe_noise=False"):
+        NoisyGD(**kw, adjacency="add_remove", sampling_rate=0.1, data_size=200, ledger=ledger).fit(
+            X, y
+        )
+    assert ledger.receipts == ()
+
+
+def test_noisy_gd_classifier_matches_logistic_regression_at_large_epsilon():
+    from sklearn.linear_model import LogisticRegression
+
+    X, _, theta, rng = _data(n=20_000, seed=3)
+    labels = (rng.random(len(X)) < 1 / (1 + np.exp(-4 * X @ theta))).astype(int)
+    model = NoisyGDClassifier(
+        epsilon=5.0,
+        delta=1e-5,
+        x_bound=1,
+        adjacency="replace_one",
+        steps=60,
+        learning_rate=4.0,
+        rng=2,
+    ).fit(X, labels)
+    assert model.score(X, labels) >= LogisticRegression().fit(X, labels).score(X, labels) - 0.02
+    assert model.ledger_.spent[0] <= 5.0
+
+
+def test_dask_input_is_refused_clearly():
+    da = pytest.importorskip("dask.array")
+    X, y, _, _ = _data(n=100)
+    with pytest.raises(dpl.InvalidArgumentError, match="in-memory"):
+        NoisyGD(epsilon=1.0, delta=1e-5, x_bound=1, y_bound=1, adjacency="replace_one").fit(
+            da.from_array(X, chunks=50), y
+        )
