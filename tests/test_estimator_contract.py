@@ -18,7 +18,15 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 import dpledger as dpl
-from dpledger.algorithms import ADASSP, SSP, FMLinearRegression, NoisyGD, PrivateIRLS
+from dpledger.algorithms import (
+    ADASSP,
+    SSP,
+    FMLinearRegression,
+    FMLogisticRegression,
+    NoisyGD,
+    NoisyGDClassifier,
+    PrivateIRLS,
+)
 from dpledger.errors import BudgetExceededError, DPLedgerError
 from dpledger.mechanisms.base import Mechanism
 
@@ -53,6 +61,16 @@ ESTIMATORS = {
     "RelaxedFM": lambda **kw: _fm(method="relaxed", **kw),
     "FM": lambda **kw: _fm(method="original", **kw),
     "FMPolynomial-Huber": lambda **kw: _poly(**kw),
+    "FMLogistic": lambda **kw: FMLogisticRegression(
+        x_bound=1.0, adjacency="add_remove", **{k: v for k, v in kw.items() if k != "y_bound"}
+    ),
+    "NoisyGDClassifier": lambda **kw: NoisyGDClassifier(
+        x_bound=1.0,
+        adjacency="add_remove",
+        steps=5,
+        data_size=400,
+        **{k: v for k, v in kw.items() if k != "y_bound"},
+    ),
     "NoisyGD": lambda **kw: NoisyGD(
         x_bound=1.0, y_bound=1.0, adjacency="add_remove", steps=5, data_size=400, **kw
     ),
@@ -69,8 +87,11 @@ ESTIMATORS = {
 OVERSPEND = {"SSP-published", "PrivateIRLS-published", "GaussianFM-published"}
 
 
+#: classifiers: fitted on labels 0 and 1
+CLASSIFIERS = {"FMLogistic", "NoisyGDClassifier"}
+
 #: estimators that are not sufficient-statistics methods take in-memory data only
-IN_MEMORY_ONLY = {"NoisyGD"}
+IN_MEMORY_ONLY = {"NoisyGD", "NoisyGDClassifier"}
 
 
 def budget(name):
@@ -84,11 +105,14 @@ def make(name, **kw):
     return ESTIMATORS[name](**kw)
 
 
-@pytest.fixture(scope="module")
-def data():
+@pytest.fixture
+def data(request):
     rng = np.random.default_rng(3)
     X = rng.normal(size=(400, 4)) / 2.5
     y = np.clip(X @ np.array([0.4, -0.3, 0.2, 0.1]) + 0.05 * rng.normal(size=400), -1, 1)
+    name = getattr(request.node, "callspec", None) and request.node.callspec.params.get("name")
+    if name in CLASSIFIERS:
+        y = (y > 0).astype(float)  # labels 0 and 1
     return X, y
 
 
@@ -163,7 +187,8 @@ def test_rows_are_clipped_to_the_declared_bounds(name, data):
     wild = X.copy()
     wild[:10] *= 50.0  # far outside x_bound = 1
     wild_y = y.copy()
-    wild_y[:5] = 40.0
+    if name not in CLASSIFIERS:  # labels cannot be out of bounds, only rows
+        wild_y[:5] = 40.0
     clipped = wild / np.maximum(1.0, np.linalg.norm(wild, axis=1))[:, None]
     a = make(name, epsilon=eps, delta=delta, rng=5).fit(wild, wild_y)
     b = make(name, epsilon=eps, delta=delta, rng=5).fit(clipped, np.clip(wild_y, -1, 1))
