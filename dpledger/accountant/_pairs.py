@@ -248,6 +248,8 @@ def discrete_gaussian_pair(sigma: float, shift: int) -> AtomsPair | None:
     """
     if shift <= 0:
         return AtomsPair([(0.0, 1.0, 1.0)])
+    if not 2 * sigma * sigma > 1e-300:
+        return None  # σ² underflows: a point mass, not enumerable here (other methods apply)
     half = math.ceil(12.0 * sigma) + shift + 1  # e^{-72} of the mode at the ends
     if half > 2_000_000:
         return None
@@ -258,6 +260,8 @@ def discrete_gaussian_pair(sigma: float, shift: int) -> AtomsPair | None:
     log_q = -((x - shift) ** 2) / (2 * sigma * sigma)
     q = np.exp(log_q - log_q.max()) / norm
     keep = (p > 1e-30 * p.max()) | (q > 1e-30 * q.max())
+    if not keep.any():
+        return None
     losses = (shift * shift - 2 * shift * x[keep]) / (2 * sigma * sigma)
     return AtomsPair.from_arrays(losses, p[keep], q[keep])
 
