@@ -1,7 +1,7 @@
 """Data for the functional-mechanism benchmark: the capeFM sets and UCI Adult.
 
 The files are NOT part of the project (never commit them). They are looked for in
-``$DPLEDGER_DATA`` (the project's own ``../shared/data`` when the variable is unset):
+``$DPLEDGER_DATA`` (the project's own data folder when the variable is unset):
 ``capefm/*.mat`` and ``adult/adult.{data,test,names}``. :func:`capefm_dir` and
 :func:`adult_dir` return ``None`` when a folder is absent, so a script can say so and skip
 that part cleanly.
