@@ -59,7 +59,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import special
 from sklearn.base import ClassifierMixin
 
 from dpledger._public import namespace
@@ -67,7 +66,11 @@ from dpledger._validation import check_reals
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms.base import Release, symmetric_from_upper, upper
-from dpledger.algorithms.linear import _SufficientStatisticsRegression, solve_ridge
+from dpledger.algorithms.linear import (
+    BinaryClassifierOutputs,
+    _SufficientStatisticsRegression,
+    solve_ridge,
+)
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, Laplace
 
@@ -368,7 +371,11 @@ class FMLinearRegression(_FunctionalMechanism):
         return self
 
 
-class FMLogisticRegression(ClassifierMixin, _FunctionalMechanism):  # type: ignore[misc]
+class FMLogisticRegression(
+    BinaryClassifierOutputs,
+    ClassifierMixin,  # type: ignore[misc]
+    _FunctionalMechanism,
+):
     """Functional-mechanism logistic regression (2nd-order Taylor expansion at 0).
 
     Labels are 0 and 1. Same parameters as :class:`FMLinearRegression`, without
@@ -423,26 +430,8 @@ class FMLogisticRegression(ClassifierMixin, _FunctionalMechanism):  # type: igno
     def fit(self, X: Any, y: Any) -> FMLogisticRegression:
         """Release the Taylor coefficients with noise and minimise the noisy loss."""
         theta = self._fit_fm(X, y)
-        x_bound = self._bound("x_bound", self.x_bound)
-        features = self.n_features_in_
-        shrink = math.sqrt(2.0) if self.fit_intercept else 1.0
-        self.coef_ = theta[:features] / (x_bound * shrink)
-        self.intercept_ = float(theta[features] / shrink) if self.fit_intercept else 0.0
-        self.classes_ = np.array([0, 1])
+        self._set_coefficients(theta, self.n_features_in_, y_scale=1.0)
         return self
-
-    def decision_function(self, X: Any) -> np.ndarray:
-        """x·coef_ + intercept_."""
-        return super().predict(X)
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """[P(y = 0), P(y = 1)] per row (the logistic model; post-processing)."""
-        p = special.expit(np.asarray(self.decision_function(X)))
-        return np.column_stack([1.0 - p, p])
-
-    def predict(self, X: Any) -> np.ndarray:
-        """The more probable label."""
-        return (np.asarray(self.decision_function(X)) > 0).astype(int)
 
 
 __dir__ = namespace(__all__)

@@ -39,7 +39,7 @@ from dpledger._validation import (
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms.base import noise_generator
-from dpledger.algorithms.linear import _SufficientStatisticsRegression
+from dpledger.algorithms.linear import BinaryClassifierOutputs, _SufficientStatisticsRegression
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian
 
@@ -250,7 +250,7 @@ class NoisyGD(_NoisyGD):
         return self
 
 
-class NoisyGDClassifier(ClassifierMixin, _NoisyGD):  # type: ignore[misc]
+class NoisyGDClassifier(BinaryClassifierOutputs, ClassifierMixin, _NoisyGD):  # type: ignore[misc]
     """Noisy gradient descent for logistic regression (labels 0 and 1).
 
     Same parameters as :class:`NoisyGD`, without ``y_bound``.
@@ -314,26 +314,8 @@ class NoisyGDClassifier(ClassifierMixin, _NoisyGD):  # type: ignore[misc]
     def fit(self, X: Any, y: Any) -> NoisyGDClassifier:
         """Run the T noisy steps of logistic regression."""
         theta = self._fit_gd(X, y)
-        x_bound = self._bound("x_bound", self.x_bound)
-        features = self.n_features_in_
-        shrink = math.sqrt(2.0) if self.fit_intercept else 1.0
-        self.coef_ = theta[:features] / (x_bound * shrink)
-        self.intercept_ = float(theta[features] / shrink) if self.fit_intercept else 0.0
-        self.classes_ = np.array([0, 1])
+        self._set_coefficients(theta, self.n_features_in_, y_scale=1.0)
         return self
-
-    def decision_function(self, X: Any) -> np.ndarray:
-        """x·coef_ + intercept_."""
-        return super().predict(X)
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """[P(y = 0), P(y = 1)] per row."""
-        p = special.expit(np.asarray(self.decision_function(X)))
-        return np.column_stack([1.0 - p, p])
-
-    def predict(self, X: Any) -> np.ndarray:
-        """The more probable label."""
-        return (np.asarray(self.decision_function(X)) > 0).astype(int)
 
 
 __dir__ = namespace(__all__)

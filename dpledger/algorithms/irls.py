@@ -363,13 +363,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         )
         self.n_features_in_ = features
         self.theta_ = theta
-        if self._scale_y():
-            self._set_coefficients(theta, features)
-        else:
-            x_bound = float(self.x_bound)
-            shrink = math.sqrt(2.0) if self.fit_intercept else 1.0
-            self.coef_ = theta[:features] / (x_bound * shrink)
-            self.intercept_ = float(theta[features] / shrink) if self.fit_intercept else 0.0
+        self._set_coefficients(theta, features, y_scale=None if self._scale_y() else 1.0)
         return self
 
     def predict(self, X: Any) -> np.ndarray:

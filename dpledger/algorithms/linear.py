@@ -199,15 +199,20 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
     def _gaussian(self, sigma: float, sensitivity: float, dimension: int) -> Gaussian:
         return Gaussian(sigma, sensitivity, dimension=dimension, safe=bool(self.safe_noise))
 
-    def _set_coefficients(self, theta: np.ndarray, features: int) -> None:
+    def _set_coefficients(
+        self, theta: np.ndarray, features: int, y_scale: float | None = None
+    ) -> None:
+        """coef_ and intercept_ in data units from θ fitted on the scaled rows.
+
+        The rows were divided by ``x_bound`` (and, with an intercept, augmented and
+        divided by √2); the target by ``y_scale`` (default ``y_bound``; 1 where the
+        labels were not scaled). One mapping for every estimator.
+        """
         x_bound = float(self.x_bound)
-        y_bound = float(self.y_bound)
-        if self.fit_intercept:
-            self.coef_ = y_bound * theta[:features] / (x_bound * math.sqrt(2.0))
-            self.intercept_ = float(y_bound * theta[features] / math.sqrt(2.0))
-        else:
-            self.coef_ = y_bound * theta / x_bound
-            self.intercept_ = 0.0
+        scale = float(self.y_bound) if y_scale is None else y_scale
+        shrink = math.sqrt(2.0) if self.fit_intercept else 1.0
+        self.coef_ = scale * theta[:features] / (x_bound * shrink)
+        self.intercept_ = float(scale * theta[features] / shrink) if self.fit_intercept else 0.0
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions x·coef_ + intercept_ (post-processing of the released statistics)."""
@@ -215,6 +220,28 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
         if _data.is_dask(X):  # lazily, partition by partition: never gathered
             return X @ self.coef_ + self.intercept_  # type: ignore[no-any-return]
         return np.asarray(X @ self.coef_ + self.intercept_)
+
+
+class BinaryClassifierOutputs:
+    """predict / predict_proba / decision_function of a logistic model (labels 0 and 1).
+
+    Post-processing of the fitted coefficients only; ``classes_`` is [0, 1].
+    """
+
+    classes_ = np.array([0, 1])
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """The log-odds x·coef_ + intercept_."""
+        return np.asarray(_SufficientStatisticsRegression.predict(self, X))  # type: ignore[arg-type]
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """[P(y = 0), P(y = 1)] per row."""
+        p = special.expit(self.decision_function(X))
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The more probable label."""
+        return (self.decision_function(X) > 0).astype(int)
 
 
 class ADASSP(_SufficientStatisticsRegression):

@@ -291,11 +291,7 @@ class FMPolynomialRegression(_FunctionalMechanism):
     def fit(self, X: Any, y: Any) -> FMPolynomialRegression:
         """Release C₁ and C₂ of the expanded loss with noise and minimise the noisy loss."""
         theta = self._fit_fm(X, y)
-        x_bound = self._bound("x_bound", self.x_bound)
-        features = self.n_features_in_
-        shrink = math.sqrt(2.0) if self.fit_intercept else 1.0
-        self.coef_ = theta[:features] / (x_bound * shrink)
-        self.intercept_ = float(theta[features] / shrink) if self.fit_intercept else 0.0
+        self._set_coefficients(theta, self.n_features_in_, y_scale=1.0)
         return self
 
 
