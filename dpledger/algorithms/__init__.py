@@ -27,6 +27,7 @@ from dpledger.algorithms.gradient import NoisyGD, NoisyGDClassifier
 from dpledger.algorithms.irls import PrivateIRLS
 from dpledger.algorithms.linear import ADASSP, SSP
 from dpledger.algorithms.preprocessing import PrivateStandardScaler
+from dpledger.algorithms.quantile import quantile
 
 __all__ = [
     "ADASSP",
@@ -42,10 +43,19 @@ __all__ = [
     "count",
     "histogram",
     "mean",
+    "quantile",
     "sum",
     "variance",
 ]
 
 __dir__ = namespace(
-    __all__, "base", "descriptive", "functional", "gradient", "irls", "linear", "preprocessing"
+    __all__,
+    "base",
+    "descriptive",
+    "functional",
+    "gradient",
+    "irls",
+    "linear",
+    "preprocessing",
+    "quantile",
 )

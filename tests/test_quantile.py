@@ -1,0 +1,77 @@
+"""Private quantiles (KNG in one dimension): exact sampling, honest charges, errors."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import dpledger as dpl
+from dpledger.algorithms import quantile
+from dpledger.algorithms.quantile import _sample
+
+warnings.filterwarnings("ignore", message="quantile")
+
+
+def test_sampler_follows_the_kng_density_exactly():
+    # three points in [0, 10]: intervals [0,1), [1,3), [3,6), [6,10) with 0..3 points below
+    values = np.array([1.0, 3.0, 6.0])
+    epsilon, q, sens = 2.0, 0.5, 1.0
+    lengths = np.array([1.0, 2.0, 3.0, 4.0])
+    weights = lengths * np.exp(-epsilon * np.abs(np.arange(4) - q * 3) / (2 * sens))
+    expected = weights / weights.sum()
+    rng = np.random.default_rng(0)
+    draws = np.array([_sample(values, q, epsilon, sens, 0.0, 10.0, rng) for _ in range(40_000)])
+    observed = np.histogram(draws, bins=[0, 1, 3, 6, 10])[0] / draws.size
+    # 40,000 draws: each frequency within 4 standard errors of the exact probability
+    se = np.sqrt(expected * (1 - expected) / draws.size)
+    assert np.all(np.abs(observed - expected) <= 4 * se)
+    # uniform within the chosen interval
+    inside = draws[(draws >= 3) & (draws < 6)]
+    assert abs(inside.mean() - 4.5) < 0.05
+
+
+def test_each_quantile_is_charged_as_a_bounded_range_release():
+    data = np.random.default_rng(1).normal(50, 10, size=5000)
+    ledger = dpl.Ledger(1.0, 0.0)
+    low, mid, high = quantile(
+        data, [0.1, 0.5, 0.9], ledger=ledger, bounds=(0, 100), epsilon=0.9, rng=2
+    )
+    assert low < mid < high
+    assert abs(mid - 50) < 2
+    charged = [r.event for r in ledger.receipts]
+    assert charged == [dpl.events.BoundedRange(0.3)] * 3
+    assert ledger.spent[0] == pytest.approx(0.9, rel=1e-12)
+
+
+def test_share_is_solved_in_the_ledgers_currency():
+    data = np.arange(1000.0)
+    ledger = dpl.Ledger(1.0, 1e-6)
+    quantile(data, [0.25, 0.75], ledger=ledger, bounds=(0, 1000), share=1.0, rng=3)
+    assert len(ledger.receipts) == 2
+    assert ledger.spent[0] >= 0.99 and ledger.spent[0] <= 1.0
+
+
+def test_sensitivity_follows_adjacency():
+    data = np.arange(100.0)
+    for adjacency, label in (("replace_one", "Δ=1"), ("add_remove", "Δ=0.9")):
+        ledger = dpl.Ledger(1.0, 0.0, adjacency=adjacency)
+        quantile(data, 0.1, ledger=ledger, bounds=(0, 100), epsilon=1.0, rng=4)
+        assert label in ledger.receipts[-1].label
+
+
+def test_bad_inputs_are_named_and_charge_nothing():
+    ledger = dpl.Ledger(1.0, 0.0)
+    with pytest.raises(dpl.InvalidArgumentError, match="bounds"):
+        quantile([1.0, 2.0], 0.5, ledger=ledger, bounds=(5, 1), epsilon=1.0)
+    with pytest.raises(dpl.InvalidArgumentError, match="q"):
+        quantile([1.0, 2.0], 1.5, ledger=ledger, bounds=(0, 5), epsilon=1.0)
+    with pytest.raises(dpl.InvalidArgumentError, match="finite"):
+        quantile([1.0, math.nan], 0.5, ledger=ledger, bounds=(0, 5), epsilon=1.0)
+    with pytest.raises(dpl.InvalidArgumentError, match="exactly one"):
+        quantile([1.0, 2.0], 0.5, ledger=ledger, bounds=(0, 5))
+    with pytest.raises(dpl.BudgetExceededError):
+        quantile([1.0, 2.0], [0.1, 0.9], ledger=ledger, bounds=(0, 5), epsilon=2.0)
+    assert ledger.receipts == ()
