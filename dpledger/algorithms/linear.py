@@ -73,7 +73,7 @@ from dpledger.algorithms.base import (
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian
 
-__all__ = ["ADASSP", "FALLBACK_RIDGE", "SSP", "solve_ridge"]
+__all__ = ["ADASSP", "FALLBACK_RIDGE", "SSP", "BinaryClassifierOutputs", "solve_ridge"]
 
 #: The ridge used when the noisy Gram matrix has no positive eigenvalue and no other
 #: ridge applies (public, in scaled units: Wang's code adds the identity throughout).
