@@ -283,3 +283,9 @@ def test_a_sampling_rate_of_one_is_the_unsampled_release():
     # every record in every batch: q = 1 is no subsampling (it crashed in log1p(-q))
     sampled = calibrate.gaussian_sigma(1.0, 1e-5, count=10, sampling_rate=1.0)
     assert sampled == calibrate.gaussian_sigma(1.0, 1e-5, count=10)
+
+
+def test_discrete_gaussian_at_an_absurd_epsilon_is_a_number_not_a_crash():
+    # σ² underflows: the PLD pair is not enumerated, the Rényi route answers
+    sigma = calibrate.discrete_gaussian_sigma(1e300, 1e-6)
+    assert 0 < sigma < 1e-100

@@ -85,3 +85,17 @@ def test_a_scaler_in_a_pipeline_shares_the_regressions_ledger(X):
             clone(pipe).fit(X, y)
     assert len(study.receipts) % 3 == 0  # a refused step records nothing of its own
     assert study.spent[0] <= 2.0
+
+
+def test_a_variance_the_noise_cannot_resolve_does_not_shrink_the_scale():
+    # few rows: the noisy Σu²/n − mean² is often ≤ 0; the floor must follow the noise
+    X = np.random.default_rng(4).uniform(0, 1, size=(267, 1))
+    smallest = min(
+        PrivateStandardScaler(
+            epsilon=1.0, delta=1e-6, bounds=(0, 1), adjacency="add_remove", rng=seed
+        )
+        .fit(X)
+        .scale_[0]
+        for seed in range(20)
+    )
+    assert smallest > 0.01  # a thousandth of the range was the old floor

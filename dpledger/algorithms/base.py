@@ -166,7 +166,7 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
                 f"`adjacency` must be one of {', '.join(map(repr, ADJACENCIES))} (declared, "
                 f"never assumed). Found {self.adjacency!r}."
             )
-        ledger = self.ledger
+        ledger = self._shared_ledger()
         if ledger is not None and ledger.adjacency != self.adjacency:
             raise InvalidArgumentError(
                 f"`adjacency` {self.adjacency!r} differs from the ledger's "

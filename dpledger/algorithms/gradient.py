@@ -43,7 +43,10 @@ from dpledger.algorithms.linear import BinaryClassifierOutputs, _SufficientStati
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian
 
-__all__ = ["NoisyGD", "NoisyGDClassifier"]
+__all__ = ["MAX_STEPS", "NoisyGD", "NoisyGDClassifier"]
+
+#: The most steps a run may take (each is a full or sampled pass over the rows).
+MAX_STEPS = 10**7
 
 
 class _Sampled:
@@ -88,6 +91,11 @@ class _NoisyGD(_SufficientStatisticsRegression):
             raise InvalidArgumentError("noisy gradient descent adds Gaussian noise: `delta` > 0.")
         adjacency = self._adjacency()
         steps = check_int_at_least("steps", self.steps, 1)
+        if steps > MAX_STEPS:
+            raise InvalidArgumentError(
+                f"`steps` must be at most {MAX_STEPS:,} (each is a pass over the rows). Found "
+                f"an integer of {len(str(steps))} digits."
+            )
         clip = check_positive("clip", self.clip)
         rate = self.sampling_rate
         if rate is not None:

@@ -221,6 +221,11 @@ class PrivateIRLS(_SufficientStatisticsRegression):
                 "release of the second moment here."
             )
         iterations = check_int_at_least("iterations", self.iterations, 1)
+        if iterations > 10_000:
+            raise InvalidArgumentError(
+                "`iterations` must be at most 10,000 (each is a pass over the rows and two "
+                f"releases). Found an integer of {len(str(iterations))} digits."
+            )
         cap = check_positive("weight_cap", self.weight_cap)
         if math.isinf(cap):
             raise InvalidArgumentError(f"`weight_cap` must be finite. Found {cap!r}.")

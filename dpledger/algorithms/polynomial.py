@@ -35,10 +35,11 @@ import numpy as np
 import sympy
 
 from dpledger._public import namespace
+from dpledger._validation import check_real
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms.functional import _FunctionalMechanism
-from dpledger.errors import InvalidArgumentError
+from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = [
     "FMPolynomialRegression",
@@ -75,14 +76,43 @@ class PolynomialLoss:
     _g: tuple[Any, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        expr = sympy.sympify(self.expression)
+        try:
+            expr = sympy.sympify(self.expression, strict=True)
+        except (sympy.SympifyError, TypeError, ValueError):
+            raise InvalidArgumentTypeError(
+                f"`expression` must be a sympy expression in the margin and the label. "
+                f"Found {self.expression!r}."
+            ) from None
+        if not isinstance(expr, sympy.Expr):
+            raise InvalidArgumentTypeError(
+                f"`expression` must be a sympy expression. Found {self.expression!r}."
+            )
+        labels = self.labels
+        if isinstance(labels, (set, frozenset)):
+            values = [check_real("labels", v) for v in labels]
+            if not values or not all(math.isfinite(v) for v in values):
+                raise InvalidArgumentError(f"`labels` must be finite values. Found {labels!r}.")
+        else:
+            try:
+                lo, hi = (check_real("labels", v) for v in labels)
+            except (TypeError, ValueError):
+                raise InvalidArgumentError(
+                    f"`labels` must be an interval (lo, hi) or a finite set. Found {labels!r}."
+                ) from None
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+                raise InvalidArgumentError(
+                    f"`labels` must be a finite interval with lo ≤ hi. Found {labels!r}."
+                )
         free = expr.free_symbols - {self.margin, self.label}
         if free:
             raise InvalidArgumentError(
                 f"the loss may depend on the margin and the label only; it also has "
                 f"{sorted(map(str, free))}."
             )
-        a = sympy.nsimplify(self.point)
+        point = check_real("point", self.point)
+        if not math.isfinite(point):
+            raise InvalidArgumentError(f"`point` must be finite. Found {self.point!r}.")
+        a = sympy.nsimplify(point)
         g = tuple(
             sympy.simplify(
                 sympy.diff(expr, self.margin, k).subs(self.margin, a) / math.factorial(k)

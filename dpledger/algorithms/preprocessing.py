@@ -89,9 +89,9 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
             )
         try:
             pairs = np.asarray(self.bounds, dtype=float)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise InvalidArgumentError(
-                f"`bounds` must be (lo, hi) pairs of numbers. Found {self.bounds!r}."
+                f"`bounds` must be (lo, hi) pairs of finite numbers. Found {self.bounds!r}."
             ) from None
         if pairs.shape == (2,):
             pairs = np.tile(pairs, (features, 1))

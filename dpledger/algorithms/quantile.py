@@ -110,11 +110,13 @@ def quantile(
     lo, hi = check_real("bounds[0]", lo), check_real("bounds[1]", hi)
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise InvalidArgumentError(f"`bounds` must be finite with lo < hi. Found {bounds!r}.")
-    values = (
-        np.asarray(data, dtype=float).reshape(-1)
-        if not hasattr(data, "to_numpy")
-        else (np.asarray(data.to_numpy(), dtype=float).reshape(-1))
-    )
+    try:
+        raw = data.to_numpy() if hasattr(data, "to_numpy") else data
+        values = np.asarray(raw, dtype=float).reshape(-1)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise InvalidArgumentTypeError(
+            f"`data` must be a 1-D array of real numbers. {error}"
+        ) from None
     if not np.all(np.isfinite(values)):
         raise InvalidArgumentError("`data` must be finite; impute or drop missing values first.")
     values = np.sort(np.clip(values, lo, hi))
