@@ -178,3 +178,42 @@ def test_bad_labels_fail_before_anything_is_decided_or_spent():
             ledger=ledger,
         ).fit(X, X @ theta)
     assert ledger.receipts == () and ledger.accountant == "auto"
+
+
+@pytest.mark.parametrize("loss", ["lad", "logistic", "poisson"])
+@pytest.mark.parametrize("adjacency", ["add_remove", "replace_one"])
+def test_moment_sensitivities_hold_for_any_theta(loss, adjacency):
+    # one record's contribution to the released moments, for random unit rows, labels
+    # at the bounds and arbitrary θ, never exceeds the sensitivity the release declares
+    rng = np.random.default_rng(11)
+    model = PrivateIRLS(
+        epsilon=1.0,
+        delta=1e-6,
+        x_bound=1,
+        y_bound=4,
+        weight_cap=2.0,
+        adjacency=adjacency,
+        loss=loss,
+        iterations=1,
+        safe_noise=False,
+        fit_intercept=False,
+    )
+    first, second = model._mechanisms(3, None)[:2]
+    rows = rng.normal(size=(300, 3))
+    rows /= np.linalg.norm(rows, axis=1)[:, None]
+    labels = {"lad": [-4.0, 4.0, 0.0], "logistic": [0.0, 1.0], "poisson": [0.0, 4.0]}[loss]
+    for theta in rng.normal(scale=3.0, size=(20, 3)):
+        moments = model._moments(theta)
+        for a in labels:
+            for b in labels:
+                ya = model._transform()(rows, np.full(300, a))[1]
+                yb = model._transform()(rows[::-1], np.full(300, b))[1]
+                for i in range(300):
+                    ma = moments(rows[i : i + 1], ya[i : i + 1])
+                    mb = moments(rows[::-1][i : i + 1], yb[i : i + 1])
+                    if adjacency == "add_remove":
+                        vec, mat = ma[1], ma[0]
+                    else:
+                        vec, mat = ma[1] - mb[1], ma[0] - mb[0]
+                    assert np.linalg.norm(vec) <= first.sensitivity * (1 + 1e-12)
+                    assert np.linalg.norm(mat) <= second.sensitivity * (1 + 1e-12)
