@@ -139,16 +139,21 @@ def _minimise(
     linear: np.ndarray,
     tol: float,
     max_iter: int,
+    size: float | None = None,
 ) -> tuple[np.ndarray, float]:
     """The argmin of (1/N)Σφ(xᵢᵀθ; yᵢ) + (ridge/2)‖θ‖² + linearᵀθ, to ‖gradient‖ ≤ tol.
+
+    N is ``size``, the *public* row count (default: the rows given) — never the private
+    count under add/remove, which would move the ridge and the noise with the data.
 
     Newton's method with Armijo backtracking; where the line search fails (a kink of a
     Huber loss) a gradient step of length 1/(smoothness) — always a descent — is taken.
     The objective is ridge-strongly convex, so the iteration converges from anywhere.
     """
-    n, d = X.shape
+    d = X.shape[1]
+    n = float(X.shape[0]) if size is None else size
     theta = np.zeros(d)
-    smooth = loss.c * float(np.max(np.einsum("ij,ij->i", X, X), initial=0.0)) + ridge
+    smooth = loss.c * float(np.einsum("ij,ij->", X, X)) / n + ridge
 
     def parts(th: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         value, d1, d2 = loss.derivatives(X @ th, y)
@@ -262,6 +267,8 @@ def objective_perturbation_epsilon(
     """
     k = _k(adjacency)
     jac = _jacobian(curvature, size, regularization)
+    if math.isinf(scale):  # no noise term: the Jacobian term alone
+        return jac
     if noise == "laplace":
         return sum_up(div_up(k * lipschitz, scale), jac)
     mu = lipschitz / scale
@@ -524,7 +531,7 @@ class _Objective(_ERM):
         mechanism = _ObjectiveNoise(plan, d)
         (b,) = self._release_all([Release("perturbation b", mechanism, np.zeros(d))], ledger)
         ridge = lam + plan.extra_regularization
-        theta, norm = _minimise(Xs, ys, loss, ridge, np.asarray(b) / size, tol, max_iter)
+        theta, norm = _minimise(Xs, ys, loss, ridge, np.asarray(b) / size, tol, max_iter, size)
         self.plan_ = plan
         self.gradient_norm_ = norm
         self._finish(theta)
@@ -546,7 +553,7 @@ class _Output(_ERM):
         sensitivity = sum_up(
             div_up(_k(adjacency) * loss.a * radius, size * lam), div_up(2 * tol, lam)
         )
-        theta, norm = _minimise(Xs, ys, loss, lam, np.zeros(d), tol, max_iter)
+        theta, norm = _minimise(Xs, ys, loss, lam, np.zeros(d), tol, max_iter, size)
         if noise == "laplace":
             mechanism: Any = KNorm(epsilon, sensitivity, norm="l2", dimension=d)
         else:
