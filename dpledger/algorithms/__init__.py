@@ -10,10 +10,10 @@ regression); :class:`PrivateStandardScaler` (:mod:`.preprocessing`), which relea
 statistics it scales with and charges them; the functional mechanism family
 (:mod:`.functional`: FM, relaxed FM and Gaussian FM for linear and logistic loss).
 
-Planned: the functional mechanism family (FM, relaxed FM,
-Gaussian FM, capeFM), objective and output perturbation, KNG and noisy gradient descent
-— each in an "as published" and a "calibrated" form, every release charged as the event
-it really is (see ``shared/docs/SEED-NOTES.md``).
+Also: capeFM (:mod:`.cape`), noisy gradient descent (:mod:`.gradient`), objective and
+output perturbation (:mod:`.erm`) and private quantiles (:mod:`.quantile`) — each in an
+"as published" and a "calibrated" form where a paper publishes constants, every release
+charged as the event it really is (see ``shared/docs/SEED-NOTES.md``).
 """
 
 from __future__ import annotations
