@@ -30,9 +30,18 @@ true cost of what is released) or ``"calibrated"`` (solved to meet (ε, δ) exac
   L1 norm y² + 2|y|‖x‖₁ + ‖x‖₁² ≤ (1 + √D)² (linear) or ‖x‖₁/2 + ‖x‖₁²/8 ≤ √D/2 + D/8
   (logistic), twice that under replace-one — the ledger charges the true one.
 * ``"relaxed"`` — relaxed FM (Ding et al. 2020): Gaussian noise on the same vector, with
-  the paper's L2 sensitivity 2√(1 + 4D + D²) (linear) or √(D²/16 + D) (logistic); true:
-  one row's vector has L2 norm ≤ √7 (linear: y⁴ + 4y²‖x‖² + Σxⱼ⁴ + 4Σⱼ<ₖxⱼ²xₖ² ≤ 1+4+2)
-  or √(1/4 + 1/32) (logistic), twice that under replace-one.
+  the paper's L2 sensitivity 2√(1 + 4D + D²) (linear) or √(D²/16 + D) (logistic). True,
+  with a = ‖x‖ ≤ 1 and M(x) the monomials of xxᵀ (2xⱼxₖ off the diagonal), for which
+  ‖M(x)‖² = a⁴ + 2Σⱼ<ₖxⱼ²xₖ² ≤ (2 − 1/D)a⁴ and ‖M(x) − M(x′)‖² ≤ 2‖xxᵀ − x′x′ᵀ‖²_F =
+  2(a⁴ + b⁴ − 2t²), t = xᵀx′, b = ‖x′‖:
+
+  - add/remove, one row's vector: √(7 − 1/D) (linear: y⁴ + 4y²a² + ‖M(x)‖²) and
+    √(1/4 + (2 − 1/D)/64) (logistic: (½ − y)x and M(x)/8);
+  - replace-one, the difference of two rows: 4 (linear: maximising
+    (y² − y′²)² + 4‖yx − y′x′‖² + 2(a⁴ + b⁴ − 2t²) over t gives t = −yy′ and a total of
+    (y² + y′²)² + 4y²a² + 4y′²b² + 2a⁴ + 2b⁴ ≤ 16) and 1 (logistic: the same over t
+    leaves a²/4 + b²/4 + ab/2 − a²b²/16 + (a⁴ + b⁴)/32, increasing in a and b, 1 at
+    a = b = 1) — attained (x′ = x, y′ = −y), not twice the one-row norm.
 * ``"gaussian"`` — Gaussian FM (Tasnim et al. 2023): one Gaussian release per order, with
   per-order sensitivities. Published: each order gets the full (ε, δ) with the classical
   σⱼ = Δⱼ√(2 ln(1.25/δ))/ε and the paper's Δ = (1, 4, 1) (linear, replace-one, in sums)
@@ -156,14 +165,14 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
                 "c1": 0.5 * two,
                 "c2": (math.sqrt(2.0) if two == 2.0 else 1.0) / 8.0,
                 "l1": two * (math.sqrt(d) / 2.0 + d / 8.0),
-                "l2": two * math.sqrt(0.25 + 1.0 / 32.0),
+                "l2": 1.0 if two == 2.0 else math.sqrt(0.25 + (2.0 - 1.0 / d) / 64.0),
             }
         return {
             "c0": 1.0,
             "c1": 2.0 * two,
             "c2": math.sqrt(2.0) if two == 2.0 else 1.0,
             "l1": two * (1.0 + math.sqrt(d)) ** 2,
-            "l2": two * math.sqrt(7.0),
+            "l2": 4.0 if two == 2.0 else math.sqrt(7.0 - 1.0 / d),
         }
 
     def _paper_sensitivities(self, d: int) -> dict[str, float]:
