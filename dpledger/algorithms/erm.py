@@ -67,7 +67,12 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 
 from dpledger._numerics import div_up, round_up, sum_up
 from dpledger._public import namespace
-from dpledger._validation import check_choice, check_int_at_least, check_positive
+from dpledger._validation import (
+    check_choice,
+    check_int_at_least,
+    check_positive,
+    check_probability,
+)
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms.base import PrivateEstimator, Release
@@ -242,6 +247,25 @@ def _gaussian_delta(epsilon_g: float, mu: float, adjacency: str) -> float:
     return min(1.0, round_up(2 * float(stats.norm.sf(t * (1 - _MARGIN)))))
 
 
+def _finite_positive(name: str, value: Any) -> float:
+    number = check_positive(name, value)
+    if math.isinf(number):
+        raise InvalidArgumentError(f"`{name}` must be finite. Found {value!r}.")
+    return number
+
+
+def _check_setting(
+    lipschitz: Any, curvature: Any, size: Any, regularization: Any, adjacency: Any
+) -> tuple[float, float, float, float, str]:
+    return (
+        _finite_positive("lipschitz", lipschitz),
+        _finite_positive("curvature", curvature),
+        _finite_positive("size", size),
+        _finite_positive("regularization", regularization),
+        check_choice("adjacency", adjacency, ev.ADJACENCIES),
+    )
+
+
 def objective_perturbation_epsilon(
     *,
     noise: str,
@@ -265,10 +289,17 @@ def objective_perturbation_epsilon(
         adjacency: "add_remove" or "replace_one".
         delta: For Gaussian noise, the δ at which to state ε.
     """
+    check_choice("noise", noise, NOISES)
+    lipschitz, curvature, size, regularization, adjacency = _check_setting(
+        lipschitz, curvature, size, regularization, adjacency
+    )
+    scale = check_positive("scale", scale, allow_inf=True)
     k = _k(adjacency)
     jac = _jacobian(curvature, size, regularization)
     if math.isinf(scale):  # no noise term: the Jacobian term alone
         return jac
+    if noise == "gaussian":
+        delta = check_probability("delta", delta, low_open=True, high_open=True)
     if noise == "laplace":
         return sum_up(div_up(k * lipschitz, scale), jac)
     mu = lipschitz / scale
@@ -305,6 +336,15 @@ def objective_perturbation_plan(
     scale 2L/ε′ — charged at the ε it really gives (never more than the nominal ε).
     """
     check_choice("noise", noise, NOISES)
+    check_choice("variant", variant, ("calibrated", "published"))
+    epsilon = _finite_positive("epsilon", epsilon)
+    lipschitz, curvature, size, regularization, adjacency = _check_setting(
+        lipschitz, curvature, size, regularization, adjacency
+    )
+    if noise == "gaussian":
+        delta = check_probability("delta", delta, low_open=True, high_open=True)
+    else:
+        delta = check_probability("delta", delta)
     k = _k(adjacency)
     cr2, n, lam = curvature, size, regularization
     if variant == "published":
@@ -333,13 +373,23 @@ def objective_perturbation_plan(
         raise InvalidArgumentError(f"no budget left for the noise at epsilon={epsilon!r}.")
     if noise == "laplace":
         scale = div_up(k * lipschitz, budget)
+        if not math.isfinite(scale):
+            raise InvalidArgumentError(
+                f"no finite noise meets epsilon={epsilon!r}: the budget is below "
+                "floating-point resolution."
+            )
         noise_eps = div_up(k * lipschitz, scale)
         return PerturbationPlan(sum_up(noise_eps, jac), 0.0, noise_eps, jac, extra, noise, scale)
     tail = delta / (4 if k == 2 else 2)
     z = float(stats.norm.isf(tail)) * (1 + _MARGIN) + _MARGIN
-    root = -z + math.sqrt(z * z + 2 * budget)
+    root = 2 * budget / (z + math.sqrt(z * z + 2 * budget))  # −z + √(z² + 2ε_G), stably
     mu = (root / 2 if k == 2 else root) * (1 - _MARGIN)
-    sigma = lipschitz / mu
+    sigma = lipschitz / mu if mu > 0 else math.inf
+    if not math.isfinite(sigma):
+        raise InvalidArgumentError(
+            f"no finite noise meets epsilon={epsilon!r}, delta={delta!r}: the budget is "
+            "below floating-point resolution."
+        )
     if _gaussian_delta(budget, lipschitz / sigma, adjacency) > delta:  # pragma: no cover
         raise InvalidArgumentError("internal error: the Gaussian tail bound missed δ.")
     return PerturbationPlan(sum_up(budget, jac), delta, budget, jac, extra, noise, sigma)
@@ -457,7 +507,13 @@ class _ERM(PrivateEstimator):
         if self.fit_intercept:
             Xs = np.hstack([Xs, np.full((Xs.shape[0], 1), s / bound)])
         self.n_features_in_ = int(Xd.shape[1])
-        radius = math.sqrt(1.0 + (s / bound) ** 2) * (1 + 1e-15)
+        ratio = s / bound
+        if not ratio < 1e100:
+            raise InvalidArgumentError(
+                f"`intercept_scaling` / `x_bound` = {s!r} / {bound!r} is beyond the "
+                "arithmetic of the bounds: choose comparable scales."
+            )
+        radius = math.sqrt(1.0 + ratio * ratio) * (1 + 1e-15)
         return Xs, yd, self._size(Xs.shape[0]), radius
 
     def _size(self, rows: int) -> float:
