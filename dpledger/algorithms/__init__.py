@@ -22,6 +22,12 @@ from dpledger._public import namespace
 from dpledger.algorithms.base import PrivateEstimator
 from dpledger.algorithms.cape import CapeFM
 from dpledger.algorithms.descriptive import count, histogram, mean, sum, variance
+from dpledger.algorithms.erm import (
+    ObjectivePerturbationClassifier,
+    ObjectivePerturbationRegressor,
+    OutputPerturbationClassifier,
+    OutputPerturbationRegressor,
+)
 from dpledger.algorithms.functional import FMLinearRegression, FMLogisticRegression
 from dpledger.algorithms.gradient import NoisyGD, NoisyGDClassifier
 from dpledger.algorithms.irls import PrivateIRLS
@@ -37,6 +43,10 @@ __all__ = [
     "FMLogisticRegression",
     "NoisyGD",
     "NoisyGDClassifier",
+    "ObjectivePerturbationClassifier",
+    "ObjectivePerturbationRegressor",
+    "OutputPerturbationClassifier",
+    "OutputPerturbationRegressor",
     "PrivateEstimator",
     "PrivateIRLS",
     "PrivateStandardScaler",
@@ -52,6 +62,7 @@ __dir__ = namespace(
     __all__,
     "base",
     "descriptive",
+    "erm",
     "functional",
     "gradient",
     "irls",

@@ -1,0 +1,779 @@
+"""Private empirical risk minimisation: objective and output perturbation.
+
+Both solve L2-regularised ERM for a generalised linear loss ℓ_z(θ) = φ(θᵀx; y) with
+``|φ′| ≤ a`` and ``0 ≤ φ″ ≤ c`` (a.e.), over rows with ‖x‖₂ ≤ R:
+
+====================  =====================================  ======  ========
+loss                  φ                                      a       c
+====================  =====================================  ======  ========
+``"logistic"``        log(1 + e^{−y·t}), y ∈ {−1, +1}        1       1/4
+``"huber"`` (SVM)     Huber hinge of y·t, width h (CMS §3.4) 1       1/(2h)
+``"huber"`` (regr.)   Huber loss of the residual t − y, κ    κ       1
+====================  =====================================  ======  ========
+
+Rows are clipped to ``x_bound``; with ``fit_intercept`` a public constant column of value
+``intercept_scaling`` is appended, so R² = x_bound² + intercept_scaling² — the intercept
+lives inside the norm bound (and is regularised like every coefficient). The objective is
+Σ ℓ_z(θ) + (Λ/2)‖θ‖² with Λ = N·λ, λ = ``l2_regularization`` and N a *public* row count:
+the data's size under replace-one (neighbours share it), a declared ``data_size`` under
+add/remove. L := a·R bounds one row's gradient, k = 2 (replace-one) or 1 (add/remove).
+
+**Objective perturbation** (Chaudhuri, Monteleoni & Sarwate 2011, Alg. 2) releases
+θ̂ = argmin Σℓ_z(θ) + (N(λ + Δ)/2)‖θ‖² + bᵀθ. Its privacy loss has two parts (the proof,
+in docs/algorithms.md, follows CMS Thm 9):
+
+* the *Jacobian* term: the output density is ν(b)·det(H(θ) + ΛI), and for neighbours the
+  determinants differ by one rank-one term u uᵀ with ‖u‖² ≤ c·R² — by the matrix
+  determinant lemma their ratio is at most 1 + c·R²/Λ, so ε_J = log(1 + c·R²/(N(λ + Δ))).
+  (The curvature enters as c·**R²**: the Hessian of φ(θᵀx) is φ″·xxᵀ. Writing c·R, as a
+  widely used implementation does, under-counts it for R > 1. CMS state the looser
+  2·log(1 + c/(nλ)) for R = 1; the ``published`` variant uses theirs.)
+* the *noise* term: b = −∇(Σℓ + Λ/2‖θ‖²)(θ̂), and a neighbour moves it by at most k·L.
+  With density ∝ exp(−ε′‖b‖/(kL)) — ‖b‖ ~ Gamma(d, kL/ε′), uniform direction — that costs
+  ε′ (pure ε-DP: ε = ε′ + ε_J). With Gaussian b ~ N(0, σ²I) (after Kifer, Smith & Thakurta
+  2012), b's change is a combination of the fixed rows x, x′, so the loss is at most
+  μ²/2 + μ|Z| (add/remove) or 2μ² + μ(|Z₁| + |Z₂|) (replace-one), μ = L/σ and Zᵢ
+  standard normal (b is exactly N(0, σ²I) under the first dataset): a tail bound gives
+  (ε_G + ε_J, δ)-DP with δ = 2Φ̄((ε_G − μ²/2)/μ) (add/remove) or 4Φ̄((ε_G − 2μ²)/(2μ))
+  (replace-one).
+
+When ε_J would exceed ε/2 the extra ridge Δ is raised until ε_J = ε/2 (CMS's Δ branch,
+taken whenever it leaves more of ε for the noise). **The guarantee is for the exact
+minimiser**: the solver (Newton with line search) stops at ‖∇J‖/N ≤ ``tol``, so the output
+is within tol/(λ + Δ) of the exact private minimiser — a deterministic, data-dependent
+deviation that the theorem does not cover (keep ``tol`` tiny; the default 1e-10 moves the
+coefficients by less than 1e-7 for λ ≥ 1e-3).
+
+**Output perturbation** (CMS 2011, Alg. 1) releases θ* + b with θ* = argmin Σℓ + (Nλ/2)‖θ‖².
+N·λ-strong convexity bounds θ*'s sensitivity by kL/(Nλ) (CMS Cor. 8: 2/(nλ) for L = 1);
+the solver is stopped at ‖∇J‖/N ≤ tol, *checked*, so θ̃ is within tol/λ of θ* and the
+sensitivity charged is kL/(Nλ) + 2·tol/λ. Noise: the ℓ₂ K-norm mechanism, ‖b‖ ~
+Gamma(d, Δ/ε) — the ε is in the scale (Hardt & Talwar 2010; a common summary drops it) —
+or Gaussian noise of L2 sensitivity Δ, calibrated with the tightest accountant.
+
+All noise here is floating point (there is no exact sampler of these continuous
+distributions): the releases carry Mironov's 2012 caveat.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import linalg, special, stats
+from sklearn.base import ClassifierMixin, RegressorMixin
+
+from dpledger._numerics import div_up, round_up, sum_up
+from dpledger._public import namespace
+from dpledger._validation import check_choice, check_int_at_least, check_positive
+from dpledger.accountant import events as ev
+from dpledger.algorithms import _data
+from dpledger.algorithms.base import PrivateEstimator, Release
+from dpledger.algorithms.linear import BinaryClassifierOutputs, _scale_rows
+from dpledger.errors import DPLedgerError, InvalidArgumentError
+from dpledger.mechanisms import Gaussian, KNorm
+from dpledger.mechanisms.base import Mechanism, as_vector, warn_floating_point
+
+__all__ = [
+    "ConvergenceError",
+    "ObjectivePerturbationClassifier",
+    "ObjectivePerturbationRegressor",
+    "OutputPerturbationClassifier",
+    "OutputPerturbationRegressor",
+    "PerturbationPlan",
+    "objective_perturbation_epsilon",
+    "objective_perturbation_plan",
+]
+
+NOISES = ("laplace", "gaussian")
+
+#: Safety factor on every solved noise parameter (more noise, never less).
+_MARGIN = 1e-12
+
+
+class ConvergenceError(DPLedgerError, RuntimeError):
+    """The solver did not reach its gradient tolerance."""
+
+
+# -- the losses -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Loss:
+    """φ(t; y) of a generalised linear loss, with |φ′| ≤ a and 0 ≤ φ″ ≤ c."""
+
+    name: str
+    a: float
+    c: float
+    width: float = 0.0  # h of the Huber SVM, κ of the Huber regression
+
+    def derivatives(self, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        """φ, φ′ and φ″ (with respect to t) for every row."""
+        if self.name == "logistic":  # y in {-1, +1}
+            m = y * t
+            value = np.logaddexp(0.0, -m)
+            d1 = -y * special.expit(-m)
+            d2 = special.expit(m) * special.expit(-m)
+            return value, d1, d2
+        if self.name == "huber_svm":
+            h = self.width
+            m = y * t
+            value = np.where(m > 1 + h, 0.0, np.where(m < 1 - h, 1 - m, (1 + h - m) ** 2 / (4 * h)))
+            dm = np.where(m > 1 + h, 0.0, np.where(m < 1 - h, -1.0, -(1 + h - m) / (2 * h)))
+            d2 = np.where(np.abs(1 - m) <= h, 1.0 / (2 * h), 0.0)
+            return value, y * dm, d2
+        kappa = self.width  # Huber regression on the residual
+        r = t - y
+        inside = np.abs(r) <= kappa
+        value = np.where(inside, r * r / 2, kappa * np.abs(r) - kappa * kappa / 2)
+        return value, np.clip(r, -kappa, kappa), inside.astype(float)
+
+
+def _minimise(
+    X: np.ndarray,
+    y: np.ndarray,
+    loss: _Loss,
+    ridge: float,
+    linear: np.ndarray,
+    tol: float,
+    max_iter: int,
+    size: float | None = None,
+) -> tuple[np.ndarray, float]:
+    """The argmin of (1/N)Σφ(xᵢᵀθ; yᵢ) + (ridge/2)‖θ‖² + linearᵀθ, to ‖gradient‖ ≤ tol.
+
+    N is ``size``, the *public* row count (default: the rows given) — never the private
+    count under add/remove, which would move the ridge and the noise with the data.
+
+    Newton's method with Armijo backtracking; where the line search fails (a kink of a
+    Huber loss) a gradient step of length 1/(smoothness) — always a descent — is taken.
+    The objective is ridge-strongly convex, so the iteration converges from anywhere.
+    """
+    d = X.shape[1]
+    n = float(X.shape[0]) if size is None else size
+    theta = np.zeros(d)
+    smooth = loss.c * float(np.einsum("ij,ij->", X, X)) / n + ridge
+
+    def parts(th: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        value, d1, d2 = loss.derivatives(X @ th, y)
+        f = float(value.sum()) / n + ridge / 2 * float(th @ th) + float(linear @ th)
+        g = X.T @ d1 / n + ridge * th + linear
+        return f, g, d2
+
+    f, g, d2 = parts(theta)
+    best = math.inf
+    for _ in range(max_iter):
+        norm = float(np.linalg.norm(g))
+        best = min(best, norm)
+        if norm <= tol:
+            return theta, norm
+        H = (X.T * (d2 / n)) @ X + ridge * np.eye(d)
+        try:
+            step = linalg.cho_solve(linalg.cho_factor(H), g)
+        except linalg.LinAlgError:
+            step = g / smooth
+        s = 1.0
+        while s > 1e-10:
+            candidate = theta - s * step
+            fc, gc, d2c = parts(candidate)
+            if fc <= f - 1e-4 * s * float(g @ step):
+                break
+            flat = abs(fc - f) <= 1e-13 * (1.0 + abs(f))  # below f's precision: by ‖g‖
+            if flat and float(np.linalg.norm(gc)) < norm:
+                break
+            s /= 2
+        else:
+            candidate = theta - g / smooth
+            fc, gc, d2c = parts(candidate)
+            if fc > f:  # no descent left: the floating-point floor
+                break
+        theta, f, g, d2 = candidate, fc, gc, d2c
+    norm = float(np.linalg.norm(g))
+    if norm <= tol:
+        return theta, norm
+    raise ConvergenceError(
+        f"the solver stopped at gradient norm {norm:.3g} > tol = {tol:g} after {max_iter} "
+        "iterations; raise `tol` or `max_iter`, or a larger `l2_regularization`."
+    )
+
+
+# -- the privacy arithmetic ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PerturbationPlan:
+    """The noise of one objective-perturbation fit and what it costs.
+
+    Attributes:
+        epsilon: The ε charged: ε_noise + ε_jacobian (rounded up).
+        delta: The δ charged (0 for ℓ₂-Laplace noise).
+        epsilon_noise: ε′ of the noise term (ε_G for Gaussian noise).
+        epsilon_jacobian: ε_J = log(1 + c·R²/(N(λ + Δ))).
+        extra_regularization: Δ, added to λ.
+        noise: "laplace" (‖b‖ ~ Gamma(d, scale)) or "gaussian" (b ~ N(0, scale²·I)).
+        scale: The Gamma scale of ‖b‖, or σ.
+    """
+
+    epsilon: float
+    delta: float
+    epsilon_noise: float
+    epsilon_jacobian: float
+    extra_regularization: float
+    noise: str
+    scale: float
+
+
+def _k(adjacency: str) -> int:
+    return 2 if adjacency == ev.REPLACE_ONE else 1
+
+
+def _jacobian(curvature: float, size: float, ridge: float) -> float:
+    """ε_J = log(1 + c·R²/(N·ridge)), rounded up."""
+    return round_up(math.log1p(div_up(curvature, size * ridge)))
+
+
+def _gaussian_delta(epsilon_g: float, mu: float, adjacency: str) -> float:
+    """The tail bound on δ of the Gaussian noise term (module docstring), rounded up."""
+    if adjacency == ev.REPLACE_ONE:
+        t = (epsilon_g - 2 * mu * mu) / (2 * mu)
+        return min(1.0, round_up(4 * float(stats.norm.sf(t * (1 - _MARGIN)))))
+    t = (epsilon_g - mu * mu / 2) / mu
+    return min(1.0, round_up(2 * float(stats.norm.sf(t * (1 - _MARGIN)))))
+
+
+def objective_perturbation_epsilon(
+    *,
+    noise: str,
+    scale: float,
+    lipschitz: float,
+    curvature: float,
+    size: float,
+    regularization: float,
+    adjacency: str,
+    delta: float = 0.0,
+) -> float:
+    """The ε objective perturbation with this noise really gives (at ``delta`` if Gaussian).
+
+    Args:
+        noise: "laplace" (‖b‖ ~ Gamma(d, scale)) or "gaussian" (σ = scale).
+        scale: The Gamma scale of ‖b‖, or σ.
+        lipschitz: L = a·R, the bound on one row's gradient.
+        curvature: c·R², the bound on one row's Hessian.
+        size: The public N.
+        regularization: λ + Δ (the objective's ridge is N·(λ + Δ)).
+        adjacency: "add_remove" or "replace_one".
+        delta: For Gaussian noise, the δ at which to state ε.
+    """
+    k = _k(adjacency)
+    jac = _jacobian(curvature, size, regularization)
+    if math.isinf(scale):  # no noise term: the Jacobian term alone
+        return jac
+    if noise == "laplace":
+        return sum_up(div_up(k * lipschitz, scale), jac)
+    mu = lipschitz / scale
+    lo, hi = 0.0, 1.0
+    while _gaussian_delta(hi, mu, adjacency) > delta:
+        hi *= 2
+        if hi > 1e12:
+            return math.inf
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if _gaussian_delta(mid, mu, adjacency) <= delta else (mid, hi)
+    return sum_up(hi, jac)
+
+
+def objective_perturbation_plan(
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    noise: str = "laplace",
+    lipschitz: float,
+    curvature: float,
+    size: float,
+    regularization: float,
+    adjacency: str,
+    variant: str = "calibrated",
+) -> PerturbationPlan:
+    """The noise and extra ridge of objective perturbation for a target (ε, δ).
+
+    ``calibrated``: ε_J = log(1 + c·R²/(Nλ)); if it exceeds ε/2, the extra ridge
+    Δ = c·R²/(N(e^{ε/2} − 1)) − λ brings it to ε/2. The rest, ε − ε_J, goes to the noise:
+    ℓ₂-Laplace with Gamma scale kL/(ε − ε_J), or the smallest σ whose tail bound meets
+    δ. ``published`` (ℓ₂-Laplace, replace-one constants): CMS 2011 Alg. 2 with c·R² —
+    ε′ = ε − log(1 + 2cR²/(nλ) + (cR²/(nλ))²), the Δ branch at ε′ ≤ 0 with e^{ε/4},
+    scale 2L/ε′ — charged at the ε it really gives (never more than the nominal ε).
+    """
+    check_choice("noise", noise, NOISES)
+    k = _k(adjacency)
+    cr2, n, lam = curvature, size, regularization
+    if variant == "published":
+        if noise != "laplace":
+            raise InvalidArgumentError(
+                "objective perturbation has published constants for ℓ₂-Laplace noise only "
+                "(CMS 2011); use variant='calibrated' with noise='gaussian'."
+            )
+        ratio = cr2 / (n * lam)
+        prime = epsilon - math.log1p(2 * ratio + ratio * ratio)
+        extra = 0.0
+        if prime <= 0:
+            extra = cr2 / (n * math.expm1(epsilon / 4)) - lam
+            prime = epsilon / 2
+        scale = 2 * lipschitz / prime
+        jac = _jacobian(cr2, n, lam + extra)
+        noise_eps = div_up(k * lipschitz, scale)
+        return PerturbationPlan(sum_up(noise_eps, jac), 0.0, noise_eps, jac, extra, noise, scale)
+    extra = 0.0
+    jac = _jacobian(cr2, n, lam)
+    if jac > epsilon / 2:
+        extra = cr2 / (n * math.expm1(epsilon / 2)) * (1 + _MARGIN) - lam
+        jac = _jacobian(cr2, n, lam + extra)
+    budget = (epsilon - jac) * (1 - 4 * _MARGIN)
+    if not budget > 0:  # pragma: no cover - jac <= ε/2 (rounded) leaves half of ε
+        raise InvalidArgumentError(f"no budget left for the noise at epsilon={epsilon!r}.")
+    if noise == "laplace":
+        scale = div_up(k * lipschitz, budget)
+        noise_eps = div_up(k * lipschitz, scale)
+        return PerturbationPlan(sum_up(noise_eps, jac), 0.0, noise_eps, jac, extra, noise, scale)
+    tail = delta / (4 if k == 2 else 2)
+    z = float(stats.norm.isf(tail)) * (1 + _MARGIN) + _MARGIN
+    root = -z + math.sqrt(z * z + 2 * budget)
+    mu = (root / 2 if k == 2 else root) * (1 - _MARGIN)
+    sigma = lipschitz / mu
+    if _gaussian_delta(budget, lipschitz / sigma, adjacency) > delta:  # pragma: no cover
+        raise InvalidArgumentError("internal error: the Gaussian tail bound missed δ.")
+    return PerturbationPlan(sum_up(budget, jac), delta, budget, jac, extra, noise, sigma)
+
+
+class _ObjectiveNoise(Mechanism):
+    """The perturbation b of objective perturbation; its event is the whole fit's guarantee.
+
+    ``release`` adds b to ``value`` (the zero vector): ℓ₂-Laplace (‖b‖ ~ Gamma(d, scale),
+    uniform direction) or Gaussian N(0, scale²·I).
+    """
+
+    def __init__(self, plan: PerturbationPlan, dimension: int) -> None:
+        self.plan = plan
+        self.dimension = dimension
+        warn_floating_point("objective perturbation", no_exact_sampler=True)
+
+    def _params(self) -> dict[str, Any]:
+        return {"plan": self.plan, "dimension": self.dimension}
+
+    @property
+    def event(self) -> ev.Event:
+        """ε-DP (ℓ₂-Laplace) or (ε, δ)-DP (Gaussian): see the module docstring."""
+        if self.plan.noise == "laplace":
+            return ev.PureDP(self.plan.epsilon)
+        return ev.ApproxDP(self.plan.epsilon, self.plan.delta)
+
+    @property
+    def sigma(self) -> float:
+        return self.plan.scale
+
+    def validate(self, value: Any) -> None:
+        as_vector(value, self.dimension)
+
+    def release(self, value: Any, rng: np.random.Generator | None = None) -> Any:
+        from dpledger.mechanisms._rng import resolve_rng
+
+        generator = resolve_rng(rng)
+        d = self.dimension
+        if self.plan.noise == "gaussian":
+            noise = generator.normal(0.0, self.plan.scale, d)
+        else:
+            direction = generator.standard_normal(d)
+            direction /= np.linalg.norm(direction)
+            noise = generator.gamma(d, self.plan.scale) * direction
+        return as_vector(value, d) + noise
+
+
+# -- the estimators -------------------------------------------------------------------------
+
+
+class _ERM(PrivateEstimator):
+    """Rows, loss and solver shared by objective and output perturbation."""
+
+    loss: Any
+    huber_width: Any
+    huber_threshold: Any
+    l2_regularization: Any
+    x_bound: Any
+    fit_intercept: Any
+    intercept_scaling: Any
+    noise: Any
+    data_size: Any
+    tol: Any
+    max_iter: Any
+    classifier = False
+
+    def _loss(self) -> _Loss:
+        if self.classifier:
+            name = check_choice("loss", self.loss, ("logistic", "huber"))
+            if name == "logistic":
+                return _Loss("logistic", 1.0, 0.25)
+            h = check_positive("huber_width", self.huber_width)
+            if math.isinf(h):
+                raise InvalidArgumentError(f"`huber_width` must be finite. Found {h!r}.")
+            return _Loss("huber_svm", 1.0, 1.0 / (2.0 * h), h)
+        if self.loss in ("squared", "squared_error", "linear"):
+            raise InvalidArgumentError(
+                f"`loss` {self.loss!r} violates objective perturbation's conditions: squared "
+                "error has an unbounded gradient (|φ′| must be bounded). Use loss='huber' with "
+                "`huber_threshold` κ ≥ the residuals you expect (least squares within κ)."
+            )
+        check_choice("loss", self.loss, ("huber",))
+        kappa = check_positive("huber_threshold", self.huber_threshold)
+        if math.isinf(kappa):
+            raise InvalidArgumentError(f"`huber_threshold` must be finite. Found {kappa!r}.")
+        return _Loss("huber", kappa, 1.0, kappa)
+
+    def _geometry(self) -> tuple[float, float]:
+        """(x_bound B, intercept column value s): R² = B² + s²."""
+        bound = self._bound("x_bound", self.x_bound)
+        s = 0.0
+        if self.fit_intercept:
+            s = check_positive("intercept_scaling", self.intercept_scaling)
+            if math.isinf(s):
+                raise InvalidArgumentError(f"`intercept_scaling` must be finite. Found {s!r}.")
+        return bound, s
+
+    def _design(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """Scaled rows (‖x̃‖ ≤ R̃ = R/B), targets, the public N and R̃."""
+        bound, s = self._geometry()
+        Xd = _data.as_design(X)
+        if _data.is_dask(Xd):
+            raise InvalidArgumentError(
+                f"{type(self).__name__} takes in-memory data (numpy/pandas): the solver "
+                "passes over the rows many times."
+            )
+        yd = np.asarray(_data.as_target(y, Xd.shape[0]), dtype=float)
+        if self.classifier:
+            if not np.all((yd == 0) | (yd == 1)):
+                raise InvalidArgumentError("`y` must hold the labels 0 and 1.")
+            yd = 2.0 * yd - 1.0
+        # C order whatever the input's layout, so pandas and numpy input give equal bits
+        Xs = _scale_rows(np.ascontiguousarray(Xd, dtype=float), bound, unit=False)
+        if self.fit_intercept:
+            Xs = np.hstack([Xs, np.full((Xs.shape[0], 1), s / bound)])
+        self.n_features_in_ = int(Xd.shape[1])
+        radius = math.sqrt(1.0 + (s / bound) ** 2) * (1 + 1e-15)
+        return Xs, yd, self._size(Xs.shape[0]), radius
+
+    def _size(self, rows: int) -> float:
+        if self.data_size is None:
+            if self._adjacency() == ev.ADD_REMOVE:
+                raise InvalidArgumentError(
+                    "under add/remove the row count is private: declare `data_size`, a public "
+                    "number of rows that normalises the objective. Found None."
+                )
+            return float(rows)  # replace-one: neighbours share the size
+        size = check_positive("data_size", self.data_size)
+        if math.isinf(size):
+            raise InvalidArgumentError(f"`data_size` must be finite. Found {size!r}.")
+        return size
+
+    def _solver(self) -> tuple[float, int]:
+        tol = check_positive("tol", self.tol)
+        if math.isinf(tol):
+            raise InvalidArgumentError(f"`tol` must be finite. Found {tol!r}.")
+        return tol, check_int_at_least("max_iter", self.max_iter, 1)
+
+    def _regularization(self) -> float:
+        lam = check_positive("l2_regularization", self.l2_regularization)
+        if math.isinf(lam):
+            raise InvalidArgumentError(f"`l2_regularization` must be finite. Found {lam!r}.")
+        return lam
+
+    def _noise(self) -> str:
+        noise = check_choice("noise", self.noise, NOISES)
+        if noise == "gaussian" and self._budget()[1] == 0:
+            raise InvalidArgumentError(
+                "Gaussian noise gives (ε, δ)-DP: declare `delta` > 0, or use noise='laplace'."
+            )
+        return noise
+
+    def _finish(self, theta: np.ndarray) -> None:
+        bound, s = self._geometry()
+        p = self.n_features_in_
+        self.coef_ = theta[:p] / bound
+        self.intercept_ = float(theta[p] * s / bound) if self.fit_intercept else 0.0
+
+    def predict(self, X: Any) -> np.ndarray:
+        """x·coef_ + intercept_ (post-processing)."""
+        X = self._fitted_input(X, "coef_")
+        return np.asarray(X @ self.coef_ + self.intercept_)
+
+
+class _Objective(_ERM):
+    def fit(self, X: Any, y: Any) -> Any:
+        """Draw b (charged first), then minimise the perturbed objective to ``tol``."""
+        self._budget()
+        variant = self._variant()
+        adjacency = self._adjacency()
+        ledger = self._shared_ledger()
+        loss, lam, noise = self._loss(), self._regularization(), self._noise()
+        tol, max_iter = self._solver()
+        epsilon, delta = self._budget()
+        Xs, ys, size, radius = self._design(X, y)
+        plan = objective_perturbation_plan(
+            epsilon=epsilon,
+            delta=delta,
+            noise=noise,
+            lipschitz=loss.a * radius,
+            curvature=loss.c * radius * radius,
+            size=size,
+            regularization=lam,
+            adjacency=adjacency,
+            variant=variant,
+        )
+        d = Xs.shape[1]
+        mechanism = _ObjectiveNoise(plan, d)
+        (b,) = self._release_all([Release("perturbation b", mechanism, np.zeros(d))], ledger)
+        ridge = lam + plan.extra_regularization
+        theta, norm = _minimise(Xs, ys, loss, ridge, np.asarray(b) / size, tol, max_iter, size)
+        self.plan_ = plan
+        self.gradient_norm_ = norm
+        self._finish(theta)
+        return self
+
+
+class _Output(_ERM):
+    def fit(self, X: Any, y: Any) -> Any:
+        """Solve to ``tol`` (checked, before any charge), then release θ̃ + noise."""
+        self._budget()
+        variant = self._variant()
+        adjacency = self._adjacency()
+        ledger = self._shared_ledger()
+        loss, lam, noise = self._loss(), self._regularization(), self._noise()
+        tol, max_iter = self._solver()
+        epsilon, delta = self._budget()
+        Xs, ys, size, radius = self._design(X, y)
+        d = Xs.shape[1]
+        sensitivity = sum_up(
+            div_up(_k(adjacency) * loss.a * radius, size * lam), div_up(2 * tol, lam)
+        )
+        theta, norm = _minimise(Xs, ys, loss, lam, np.zeros(d), tol, max_iter, size)
+        if noise == "laplace":
+            mechanism: Any = KNorm(epsilon, sensitivity, norm="l2", dimension=d)
+        else:
+            safe = bool(getattr(self, "safe_noise", False))
+            if variant == "published":  # the classical σ = Δ√(2 log(1.25/δ))/ε
+                sigma = sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+                mechanism = Gaussian(sigma, sensitivity, dimension=d, safe=safe)
+            else:
+
+                def make(p: float) -> list[Any]:
+                    return [Gaussian(p * sensitivity, sensitivity, dimension=d, safe=safe)]
+
+                guess = math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+                mechanism = make(self._calibrate(make, ledger, initial=guess))[0]
+        (noisy,) = self._release_all([Release("minimiser", mechanism, theta)], ledger)
+        self.sensitivity_ = sensitivity
+        self.gradient_norm_ = norm
+        self._finish(np.asarray(noisy, dtype=float))
+        return self
+
+
+_COMMON_ARGS = """epsilon: The ε this fit must meet.
+        delta: The δ (0 with ``noise="laplace"``; > 0 with ``noise="gaussian"``).
+        x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
+        adjacency: "add_remove" or "replace_one" (declared).
+        l2_regularization: λ: the objective is (1/N)Σℓ + (λ/2)‖θ‖².
+        fit_intercept: Append a public constant column (inside the norm bound).
+        intercept_scaling: That column's value s (R² = x_bound² + s²).
+        noise: "laplace" (ℓ₂-Laplace: pure ε-DP) or "gaussian" ((ε, δ)-DP).
+        data_size: The public N (required under add/remove; the data's size otherwise).
+        tol: Gradient-norm tolerance of the solver, ‖∇J‖/N ≤ tol.
+        max_iter: Solver iterations at most.
+        variant: "calibrated" (default) or "published" (the paper's constants, charged
+            at their true cost).
+        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        rng: numpy Generator or int seed (reproducible), or None (OS-seeded)."""
+
+
+def _init(self: Any, local: dict[str, Any]) -> None:
+    for key, value in local.items():
+        if key not in ("self", "__class__"):
+            setattr(self, key, value)
+
+
+class ObjectivePerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Objective):  # type: ignore[misc]
+    """Objective perturbation for logistic regression or the Huber SVM (labels 0 and 1).
+
+    Chaudhuri, Monteleoni & Sarwate 2011, Alg. 2, with c·R² and an ℓ₂-Laplace or
+    Gaussian b (see the module docstring for the theorem and its conditions: exact
+    minimiser, ‖x‖ ≤ x_bound, intercept inside the bound).
+
+    Args:
+        loss: "logistic" (c = 1/4) or "huber" (the Huber SVM, c = 1/(2h)).
+        huber_width: h of the Huber SVM.
+        {common}
+
+    Example:
+        >>> import numpy as np
+        >>> from dpledger.algorithms import ObjectivePerturbationClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(5000, 3)) / 2
+        >>> y = (X @ [1.0, -1.0, 0.5] + 0.3 * rng.normal(size=5000) > 0).astype(int)
+        >>> model = ObjectivePerturbationClassifier(
+        ...     epsilon=1.0, delta=0.0, x_bound=2.0, adjacency="replace_one", rng=1
+        ... ).fit(X, y)
+        >>> model.score(X, y) > 0.85
+        True
+    """
+
+    classifier = True
+    huber_threshold = None
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = 0.0,
+        loss: str = "logistic",
+        huber_width: float = 0.5,
+        x_bound: float | None = None,
+        adjacency: str | None = None,
+        l2_regularization: float = 1e-3,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        noise: str = "laplace",
+        data_size: float | None = None,
+        tol: float = 1e-10,
+        max_iter: int = 200,
+        variant: str = "calibrated",
+        ledger: Any = None,
+        rng: Any = None,
+    ) -> None:
+        _init(self, locals())
+
+
+class ObjectivePerturbationRegressor(RegressorMixin, _Objective):  # type: ignore[misc]
+    """Objective perturbation for linear regression with the Huber loss of the residual.
+
+    φ(t; y) = (t − y)²/2 for |t − y| ≤ κ, κ|t − y| − κ²/2 beyond: least squares wherever
+    the residuals stay within κ, and Lipschitz (|φ′| ≤ κ, φ″ ≤ 1) as objective
+    perturbation requires — plain squared error has an unbounded gradient. y needs no
+    bound. The approximate-DP form (``noise="gaussian"``) is the Kifer–Smith–Thakurta
+    route for linear regression.
+
+    Args:
+        loss: "huber" (the only loss of the residual meeting the conditions; "squared"
+            is refused: its gradient is unbounded).
+        huber_threshold: κ, in the units of y.
+        {common}
+    """
+
+    huber_width = None
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = 0.0,
+        loss: str = "huber",
+        huber_threshold: float = 1.0,
+        x_bound: float | None = None,
+        adjacency: str | None = None,
+        l2_regularization: float = 1e-3,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        noise: str = "laplace",
+        data_size: float | None = None,
+        tol: float = 1e-10,
+        max_iter: int = 200,
+        variant: str = "calibrated",
+        ledger: Any = None,
+        rng: Any = None,
+    ) -> None:
+        _init(self, locals())
+
+
+class OutputPerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Output):  # type: ignore[misc]
+    """Output perturbation for logistic regression or the Huber SVM (labels 0 and 1).
+
+    Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1: θ* plus ℓ₂-Laplace noise,
+    ‖b‖ ~ Gamma(d, Δ/ε) with Δ = kL/(Nλ) + 2·tol/λ, or Gaussian noise of that L2
+    sensitivity (calibrated; ``published``: the classical σ).
+
+    Args:
+        loss: "logistic" or "huber" (the Huber SVM).
+        huber_width: h of the Huber SVM.
+        safe_noise: With Gaussian noise, exact discrete noise on a grid (default False).
+        {common}
+    """
+
+    classifier = True
+    huber_threshold = None
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = 0.0,
+        loss: str = "logistic",
+        huber_width: float = 0.5,
+        x_bound: float | None = None,
+        adjacency: str | None = None,
+        l2_regularization: float = 1e-3,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        noise: str = "laplace",
+        data_size: float | None = None,
+        tol: float = 1e-10,
+        max_iter: int = 200,
+        variant: str = "calibrated",
+        safe_noise: bool = False,
+        ledger: Any = None,
+        rng: Any = None,
+    ) -> None:
+        _init(self, locals())
+
+
+class OutputPerturbationRegressor(RegressorMixin, _Output):  # type: ignore[misc]
+    """Output perturbation for linear regression with the Huber loss of the residual.
+
+    Args:
+        loss: "huber" (the only loss of the residual meeting the conditions; "squared"
+            is refused: its gradient is unbounded).
+        huber_threshold: κ, in the units of y.
+        safe_noise: With Gaussian noise, exact discrete noise on a grid (default False).
+        {common}
+    """
+
+    huber_width = None
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = 0.0,
+        loss: str = "huber",
+        huber_threshold: float = 1.0,
+        x_bound: float | None = None,
+        adjacency: str | None = None,
+        l2_regularization: float = 1e-3,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        noise: str = "laplace",
+        data_size: float | None = None,
+        tol: float = 1e-10,
+        max_iter: int = 200,
+        variant: str = "calibrated",
+        safe_noise: bool = False,
+        ledger: Any = None,
+        rng: Any = None,
+    ) -> None:
+        _init(self, locals())
+
+
+for _cls in (
+    ObjectivePerturbationClassifier,
+    ObjectivePerturbationRegressor,
+    OutputPerturbationClassifier,
+    OutputPerturbationRegressor,
+):
+    _cls.__doc__ = (_cls.__doc__ or "").replace("{common}", _COMMON_ARGS)
+
+__dir__ = namespace(__all__)
