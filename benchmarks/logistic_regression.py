@@ -34,8 +34,9 @@ blocks sum to a constant and carry it; the synthetic model has none.
 Hyper-parameters are never tuned on the private data. Per method and per ε, λ (the ridge in
 (1/n)Σℓ + λ/2‖w‖²; diffprivlib's C = 1/(nλ)) from {1e-5, 1e-4, 1e-3, 1e-2}, and noisy GD's
 number of steps from {30, 100, 300}, are chosen on a PUBLIC synthetic proxy of the same
-shape (n train rows, D columns, the generator above, 5,000 test rows, seeds disjoint from
-the benchmark's): best median proxy accuracy over the proxy seeds. The choices are printed.
+shape (n train rows, D columns, the generator above with ‖β‖ = 10·√(D/10) so that
+Var(xᵀβ) = 5 as in the synthetic set, 5,000 test rows, seeds disjoint from the
+benchmark's): best median proxy log-loss over the proxy seeds. The choices are printed.
 Gaussian FM has no such parameter. (So the choice costs no privacy; it may not be optimal
 for Adult, whose geometry differs from the proxy's.)
 
@@ -103,7 +104,7 @@ N_SYNTH, D_SYNTH, BETA_NORM = 10_000, 10, 10.0
 N_PROXY_TEST = 5_000
 #: Jacobian term of the objective-perturbation analysis the comparisons use: "cms"
 #: (2·log(1 + cR²/(nλ)), the paper's) or "rank_one" (log(1 + cR²/(nλ))).
-OBJPERT_JACOBIAN = "cms"
+OBJPERT_JACOBIAN = "rank_one"  # what dpledger's erm.py charges
 
 
 # ------------------------------------------------------------------ diffprivlib's true ε
@@ -208,11 +209,13 @@ def dpl_nominal_for(
 # ------------------------------------------------------------------ data
 
 
-def synthetic(n: int, d: int, seed: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """x ~ N(0, I/(2d)) clipped to the unit ball, P(y = 1) = σ(xᵀβ), ‖β‖ = 10."""
+def synthetic(
+    n: int, d: int, seed: Sequence[int], beta_norm: float = BETA_NORM
+) -> tuple[np.ndarray, np.ndarray]:
+    """x ~ N(0, I/(2d)) clipped to the unit ball, P(y = 1) = σ(xᵀβ), ‖β‖ = beta_norm."""
     rng = np.random.default_rng(list(seed))
     beta = rng.normal(size=d)
-    beta *= BETA_NORM / np.linalg.norm(beta)
+    beta *= beta_norm / np.linalg.norm(beta)
     X = rng.normal(size=(n, d)) / math.sqrt(2 * d)
     X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
     y = (rng.random(n) < 1.0 / (1.0 + np.exp(-(X @ beta)))).astype(float)
@@ -250,8 +253,13 @@ def data_sets() -> tuple[list[DataSet], list[str]]:
 
 
 def proxy(n: int, d: int, seed: int) -> tuple[np.ndarray, ...]:
-    """A public synthetic stand-in of shape (n, d) for choosing hyper-parameters."""
-    X, y = synthetic(n + N_PROXY_TEST, d, (29, n, d, seed))
+    """A public synthetic stand-in of shape (n, d) for choosing hyper-parameters.
+
+    The benchmark's generator with ‖β‖ = 10·√(d/10), so that Var(xᵀβ) = ‖β‖²/(2d) = 5 as
+    in the synthetic set (d = 10) whatever d: the same signal strength, no data used.
+    """
+    beta_norm = BETA_NORM * math.sqrt(d / D_SYNTH)
+    X, y = synthetic(n + N_PROXY_TEST, d, (29, n, d, seed), beta_norm)
     return X[:n], y[:n], X[n:], y[n:]
 
 
@@ -279,7 +287,7 @@ def _objpert(epsilon: float, lam: Any, seed: int, n: int) -> Any:
         l2_regularization=lam,
         x_bound=R,
         fit_intercept=False,
-        noise="gamma",
+        noise="laplace",
         adjacency=ADJ,
         rng=seed,
     )
@@ -293,7 +301,7 @@ def _outpert(epsilon: float, lam: Any, seed: int, n: int) -> Any:
         l2_regularization=lam,
         x_bound=R,
         fit_intercept=False,
-        noise="gamma",
+        noise="laplace",
         adjacency=ADJ,
         rng=seed,
     )
@@ -405,6 +413,8 @@ def methods() -> tuple[list[Method], list[str]]:
 # ------------------------------------------------------------------ fitting and metrics
 
 _FAILURES: list[str] = []
+#: The largest ε an objective-perturbation fit charged (its plan_), per (method, target ε).
+CHARGED: dict[tuple[str, float], float] = {}
 
 
 def scores(model: Any, X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -421,6 +431,10 @@ def fit_score(
     Xtr, ytr, Xte, yte = data
     try:
         model = method.make(epsilon, hyper, seed, Xtr.shape[0]).fit(Xtr, ytr)
+        plan = getattr(model, "plan_", None)  # objective perturbation: the ε it charged
+        if plan is not None:
+            tag = (method.key, epsilon)
+            CHARGED[tag] = max(CHARGED.get(tag, 0.0), float(plan.epsilon))
         return scores(model, Xte, yte)
     except Exception as error:  # a failed fit is a finding, reported at the end
         _FAILURES.append(f"{method.label} (ε={epsilon:g}, {hyper}): {error!r}"[:300])
@@ -430,7 +444,11 @@ def fit_score(
 def choose(
     method: Method, epsilon: float, n: int, d: int, proxy_seeds: int, cache: dict[Any, Any]
 ) -> Any:
-    """The hyper-parameter with the best median accuracy on the public proxy."""
+    """The hyper-parameter with the best (lowest) median log-loss on the public proxy.
+
+    Log-loss, a proper score, rather than accuracy: accuracy is flat in λ over a wide range
+    (heavy shrinkage keeps the signs) and the choice would be left to noise.
+    """
     if len(method.grid) == 1:
         return method.grid[0]
     # the diffprivlib rows share the matched row's λ: only the nominal ε (or intercept) differs
@@ -442,8 +460,8 @@ def choose(
         accs = []
         for s in range(proxy_seeds):
             seed = 7_000_000 + zlib.crc32(f"{method.key}|{epsilon}|{hyper}|{n}|{s}".encode())
-            acc, _ = fit_score(method, epsilon, hyper, seed, proxy(n, d, s))
-            accs.append(acc)
+            _, log_loss = fit_score(method, epsilon, hyper, seed, proxy(n, d, s))
+            accs.append(-log_loss)
         score = float(np.nanmedian(accs)) if np.isfinite(accs).any() else -math.inf
         if score > best_score:
             best, best_score = hyper, score
@@ -520,8 +538,8 @@ def cell(values: Sequence[float], percent: bool = False) -> str:
 
 
 def true_epsilon(m: Method, epsilon: float, hyper: Any, n: int) -> float:
-    if m.nominal is None:
-        return epsilon  # calibrated dpledger estimators: exactly (ε, δ)
+    if m.nominal is None:  # calibrated dpledger estimators: (ε, δ); objpert: as charged
+        return CHARGED.get((m.key, epsilon), epsilon)
     C = _dpl_C(hyper, n)
     return dpl_true_epsilon(
         m.nominal(epsilon, hyper, n), data_norm=R, n=n, C=C, fit_intercept=m.key == "dpl_icpt"
@@ -653,14 +671,17 @@ def verdicts(results: list[dict[str, Any]]) -> list[str]:
     for res in results:
         parts, ok = [], True
         for e in EPSILONS:
-            op = quantiles(res["acc"]["objpert", e])[0]
-            dp = quantiles(res["acc"]["dpl", e])[0]
+            op, op_lo, op_hi = quantiles(res["acc"]["objpert", e])
+            dp, dp_lo, dp_hi = quantiles(res["acc"]["dpl", e])
             good = op >= dp
             ok &= good
-            parts.append(f"ε={e:g}: {100 * op:.2f} vs {100 * dp:.2f}{'' if good else ' ✗'}")
+            noise = max(op_hi - op_lo, dp_hi - dp_lo)  # the larger IQR over seeds
+            mark = "" if good else (" ✗ (within seed noise)" if dp - op < noise else " ✗")
+            parts.append(f"ε={e:g}: {100 * op:.2f} vs {100 * dp:.2f}{mark}")
         lines.append(
             f"{'PASS' if ok else 'FAIL'}  (b) {res['data'].name}: objective perturbation ≥ "
-            "diffprivlib (median accuracy, %) at every equal true ε: " + "; ".join(parts)
+            "diffprivlib (median accuracy, %) at every equal true ε ('within seed noise': the "
+            "gap is below the larger IQR): " + "; ".join(parts)
         )
     return lines
 
@@ -689,11 +710,20 @@ def plot(path: Path, results: list[dict[str, Any]]) -> None:
                 capsize=2,
                 label=m.label,
             )
+        shown = [quantiles(res["acc"][m.key, e]) for m in res["methods"] for e in EPSILONS]
+        lows = [q[1] for q in shown if math.isfinite(q[1])]
+        highs = [q[2] for q in shown if math.isfinite(q[2])]
+        top = quantiles(res["acc"]["nonprivate", 0.0])[0]
+        bottom = min(lows or [top - 0.1]) - 0.01
         for key, colour, label in (
             ("nonprivate", "k", "non-private"),
             ("majority", "C3", "majority class"),
         ):
-            ax.axhline(quantiles(res["acc"][key, 0.0])[0], color=colour, lw=1, label=label)
+            level = quantiles(res["acc"][key, 0.0])[0]
+            if level < bottom:  # off the scale: say so rather than squash the panel
+                label = f"{label} ({100 * level:.1f} %, below the axis)"
+            ax.axhline(level, color=colour, lw=1, label=label)
+        ax.set_ylim(bottom, max([top, *highs]) + 0.01)
         ax.set_xscale("log")
         ax.set_xlabel("true ε (δ = 0 or 1e-5, replace-one)")
         ax.set_ylabel("test accuracy (median, IQR bars)")
