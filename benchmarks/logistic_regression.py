@@ -6,7 +6,9 @@ Methods (replace-one adjacency, CMS's setting, for all; rows in the unit ball, R
 fit_intercept=False everywhere, see below):
 
 * objective perturbation — dpledger ``ObjectivePerturbationClassifier`` (Chaudhuri,
-  Monteleoni & Sarwate 2011, Algorithm 2), pure ε (δ = 0), Gamma-norm noise;
+  Monteleoni & Sarwate 2011, Algorithm 2), pure ε (δ = 0), Gamma-norm noise; and its
+  Gaussian form (after Kifer, Smith & Thakurta 2012) at δ = 1e-5, which in D = 108
+  dimensions adds far less noise (‖b‖ ≈ σ√D against a Gamma(D, ·) norm);
 * output perturbation — dpledger ``OutputPerturbationClassifier``, pure ε, Gamma-norm noise;
 * noisy GD — dpledger ``NoisyGDClassifier``, full batches, δ = 1e-5 (clip 1 = no clipping
   for ‖x‖ ≤ 1; η = 4, the steps tuned, see below);
@@ -32,9 +34,9 @@ blocks sum to a constant and carry it; the synthetic model has none.
 [1e-15, 1 − 1e-15]), median and IQR over seeds.
 
 Hyper-parameters are never tuned on the private data. Per method and per ε, λ (the ridge in
-(1/n)Σℓ + λ/2‖w‖²; diffprivlib's C = 1/(nλ)) from {1e-5, 1e-4, 1e-3, 1e-2}, and noisy GD's
-number of steps from {30, 100, 300}, are chosen on a PUBLIC synthetic proxy of the same
-shape (n train rows, D columns, the generator above with ‖β‖ = 10·√(D/10) so that
+(1/n)Σℓ + λ/2‖w‖²; diffprivlib's C = 1/(nλ)) from {1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 1e-2},
+and noisy GD's number of steps from {30, 100, 300}, are chosen on a PUBLIC synthetic proxy
+of the same shape (n train rows, D columns, the generator above with ‖β‖ = 10·√(D/10) so that
 Var(xᵀβ) = 5 as in the synthetic set, 5,000 test rows, seeds disjoint from the
 benchmark's): best median proxy log-loss over the proxy seeds. The choices are printed.
 Gaussian FM has no such parameter. (So the choice costs no privacy; it may not be optimal
@@ -97,7 +99,7 @@ DELTA = 1e-5
 ADJ = "replace_one"
 R = 1.0  # the rows' norm bound (x_bound, data_norm)
 C_LOGISTIC = 0.25  # sup ℓ″ of the logistic loss
-LAMBDAS = (1e-5, 1e-4, 1e-3, 1e-2)
+LAMBDAS = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 1e-2)
 GD_STEPS = (30, 100, 300)
 GD_RATE = 4.0
 N_SYNTH, D_SYNTH, BETA_NORM = 10_000, 10, 10.0
@@ -293,6 +295,20 @@ def _objpert(epsilon: float, lam: Any, seed: int, n: int) -> Any:
     )
 
 
+def _objpert_gaussian(epsilon: float, lam: Any, seed: int, n: int) -> Any:
+    return ObjectivePerturbationClassifier(
+        epsilon=epsilon,
+        delta=DELTA,
+        loss="logistic",
+        l2_regularization=lam,
+        x_bound=R,
+        fit_intercept=False,
+        noise="gaussian",
+        adjacency=ADJ,
+        rng=seed,
+    )
+
+
 def _outpert(epsilon: float, lam: Any, seed: int, n: int) -> Any:
     return OutputPerturbationClassifier(
         epsilon=epsilon,
@@ -374,6 +390,14 @@ def methods() -> tuple[list[Method], list[str]]:
     else:
         out += [
             Method("objpert", "objective perturbation", 0.0, LAMBDAS, _objpert, ("C0", "-", "o")),
+            Method(
+                "objpert_g",
+                f"objective perturbation, Gaussian (δ = {DELTA:g})",
+                DELTA,
+                LAMBDAS,
+                _objpert_gaussian,
+                ("C0", "--", "o"),
+            ),
             Method("outpert", "output perturbation", 0.0, LAMBDAS, _outpert, ("C1", "-", "s")),
         ]
     out += [
@@ -660,14 +684,15 @@ def verdicts(results: list[dict[str, Any]]) -> list[str]:
         lines.append("SKIP  (a) Adult absent")
     else:
         res = adult[0]
-        op = quantiles(res["acc"]["objpert", 1.0])[0]
         base = quantiles(res["acc"]["nonprivate", 0.0])[0]
-        ok = op >= base - 0.02
-        lines.append(
-            f"{'PASS' if ok else 'FAIL'}  (a) Adult, ε = 1: objective perturbation median "
-            f"accuracy {100 * op:.2f} % vs non-private {100 * base:.2f} % "
-            f"(gap {100 * (base - op):.2f} points; target ≤ 2)"
-        )
+        for key, what in (("objpert", "pure ε, ℓ₂-Laplace"), ("objpert_g", f"δ = {DELTA:g}")):
+            op = quantiles(res["acc"][key, 1.0])[0]
+            ok = op >= base - 0.02
+            lines.append(
+                f"{'PASS' if ok else 'FAIL'}  (a) Adult, ε = 1: objective perturbation ({what}) "
+                f"median accuracy {100 * op:.2f} % vs non-private {100 * base:.2f} % "
+                f"(gap {100 * (base - op):.2f} points; target ≤ 2)"
+            )
     for res in results:
         parts, ok = [], True
         for e in EPSILONS:
