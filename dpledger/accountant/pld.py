@@ -812,10 +812,12 @@ def _release_tail(window_tail: float, steps: int) -> float:
     """P-mass a single release may leave above its grid, for a composition of ``steps``.
 
     Each release's truncated upper tail goes to +∞, and the composition's mass at +∞ is
-    about ``steps`` times it: keep that below ``window_tail`` (the finite mass already
-    allowed outside the window). At most :data:`_TAIL`, a power of ten (shared caches).
+    about ``steps`` times it: keep that below 1000 × ``window_tail`` (``window_tail`` is
+    1e-9 of the δ of interest, so at most 1e-6 of δ; finer tails than needed widen the
+    window, and with it the rounding guard, for nothing). At most :data:`_TAIL`, a power
+    of ten (shared caches).
     """
-    level = max(window_tail / max(steps, 1), 1e-300)
+    level = max(1e3 * window_tail / max(steps, 1), 1e-300)
     return min(_TAIL, 10.0 ** math.floor(math.log10(level) + 1e-9))
 
 
