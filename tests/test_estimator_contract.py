@@ -54,6 +54,18 @@ def _fm(**kw):
     return FMLinearRegression(x_bound=1.0, y_bound=1.0, adjacency="add_remove", **kw)
 
 
+#: few, short chains: the contract, not the sampler's quality, is tested here
+_MCMC = {"chains": 4, "burn_in": 60, "samples": 20}
+
+
+def _kng(name, **kw):
+    from dpledger.algorithms import kng
+
+    return getattr(kng, name)(
+        x_bound=1.0, y_bound=1.0, theta_bound=3.0, adjacency="add_remove", **kw
+    )
+
+
 #: name -> factory(**budget and options) of an estimator with declared bounds
 ESTIMATORS = {
     "GaussianFM": _fm,
@@ -81,6 +93,11 @@ ESTIMATORS = {
     "ADASSP-published": lambda **kw: _adassp(variant="published", **kw),
     "SSP": _ssp,
     "SSP-published": lambda **kw: _ssp(variant="published", **kw),
+    "KNGLinear": lambda **kw: _kng("KNGLinearRegression", **kw),
+    "ExponentialLinear": lambda **kw: _kng("ExponentialLinearRegression", **kw),
+    "KNGQuantile": lambda **kw: _kng("KNGQuantileRegression", **_MCMC, **kw),
+    "KNGQuantile-l1": lambda **kw: _kng("KNGQuantileRegression", norm="l1", **_MCMC, **kw),
+    "ExponentialQuantile": lambda **kw: _kng("ExponentialQuantileRegression", **_MCMC, **kw),
 }
 #: estimators whose published constants overspend their nominal (ε, δ) (so a per-fit
 #: ledger holding the nominal budget refuses them): they get a larger shared ledger
@@ -91,7 +108,13 @@ OVERSPEND = {"SSP-published", "PrivateIRLS-published", "GaussianFM-published"}
 CLASSIFIERS = {"FMLogistic", "NoisyGDClassifier"}
 
 #: estimators that are not sufficient-statistics methods take in-memory data only
-IN_MEMORY_ONLY = {"NoisyGD", "NoisyGDClassifier"}
+IN_MEMORY_ONLY = {
+    "NoisyGD",
+    "NoisyGDClassifier",
+    "KNGQuantile",
+    "KNGQuantile-l1",
+    "ExponentialQuantile",
+}
 
 
 def budget(name):

@@ -25,6 +25,12 @@ from dpledger.algorithms.descriptive import count, histogram, mean, sum, varianc
 from dpledger.algorithms.functional import FMLinearRegression, FMLogisticRegression
 from dpledger.algorithms.gradient import NoisyGD, NoisyGDClassifier
 from dpledger.algorithms.irls import PrivateIRLS
+from dpledger.algorithms.kng import (
+    ExponentialLinearRegression,
+    ExponentialQuantileRegression,
+    KNGLinearRegression,
+    KNGQuantileRegression,
+)
 from dpledger.algorithms.linear import ADASSP, SSP
 from dpledger.algorithms.preprocessing import PrivateStandardScaler
 from dpledger.algorithms.quantile import quantile
@@ -33,8 +39,12 @@ __all__ = [
     "ADASSP",
     "SSP",
     "CapeFM",
+    "ExponentialLinearRegression",
+    "ExponentialQuantileRegression",
     "FMLinearRegression",
     "FMLogisticRegression",
+    "KNGLinearRegression",
+    "KNGQuantileRegression",
     "NoisyGD",
     "NoisyGDClassifier",
     "PrivateEstimator",
@@ -55,6 +65,7 @@ __dir__ = namespace(
     "functional",
     "gradient",
     "irls",
+    "kng",
     "linear",
     "preprocessing",
     "quantile",
