@@ -91,6 +91,8 @@ __all__ = [
     "MCMCWarning",
     "SamplingError",
     "effective_sample_size",
+    "exponential_linear_sample",
+    "kng_linear_sample",
     "metropolis",
     "quantile_gradient_sensitivity",
     "quantile_loss_range",
