@@ -63,6 +63,18 @@ def _erm(cls, **kw):
     return cls(x_bound=1.0, adjacency="add_remove", data_size=400, **kw)
 
 
+#: few, short chains: the contract, not the sampler's quality, is tested here
+_MCMC = {"chains": 4, "burn_in": 60, "samples": 20}
+
+
+def _kng(name, **kw):
+    from dpledger.algorithms import kng
+
+    return getattr(kng, name)(
+        x_bound=1.0, y_bound=1.0, theta_bound=3.0, adjacency="add_remove", **kw
+    )
+
+
 #: name -> factory(**budget and options) of an estimator with declared bounds
 ESTIMATORS = {
     "GaussianFM": _fm,
@@ -109,6 +121,11 @@ ESTIMATORS = {
     "OutputPerturbationRegressor": lambda **kw: _erm(
         OutputPerturbationRegressor, noise="gaussian", **kw
     ),
+    "KNGLinear": lambda **kw: _kng("KNGLinearRegression", **kw),
+    "ExponentialLinear": lambda **kw: _kng("ExponentialLinearRegression", **kw),
+    "KNGQuantile": lambda **kw: _kng("KNGQuantileRegression", **_MCMC, **kw),
+    "KNGQuantile-l1": lambda **kw: _kng("KNGQuantileRegression", norm="l1", **_MCMC, **kw),
+    "ExponentialQuantile": lambda **kw: _kng("ExponentialQuantileRegression", **_MCMC, **kw),
 }
 #: estimators whose published constants overspend their nominal (ε, δ) (so a per-fit
 #: ledger holding the nominal budget refuses them): they get a larger shared ledger
@@ -133,9 +150,13 @@ APPROX_DP_ONLY = {"ObjectivePerturbation-huber-gaussian"}
 UNBOUNDED_Y = {"ObjectivePerturbationRegressor", "OutputPerturbationRegressor"}
 
 #: estimators that are not sufficient-statistics methods take in-memory data only
-IN_MEMORY_ONLY = {"NoisyGD", "NoisyGDClassifier"} | {
-    name for name in ESTIMATORS if "Perturbation" in name
-}
+IN_MEMORY_ONLY = {
+    "NoisyGD",
+    "NoisyGDClassifier",
+    "KNGQuantile",
+    "KNGQuantile-l1",
+    "ExponentialQuantile",
+} | {name for name in ESTIMATORS if "Perturbation" in name}
 
 
 def budget(name):

@@ -75,3 +75,22 @@ def test_irls_figure1_example_reports_true_costs(tmp_path):
     assert "δ ≥ 0.880 at any ε" in result.stdout
     assert "calibrated, gau  (0.9000, 1e-06)-DP" in result.stdout
     assert plot.exists()
+
+
+def test_kng_rates_example_prints_slopes(tmp_path):
+    plot = tmp_path / "rates.png"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "kng_rates.py"), "--quick", "--out", str(plot)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    rows = [line.split() for line in result.stdout.splitlines()]
+    slopes = {
+        row[0]: (float(row[-2]), float(row[-1]))
+        for row in rows
+        if row[:1] in (["linear"], ["quantile"], ["median"])
+    }
+    assert set(slopes) == {"linear", "quantile", "median"}
+    assert all(-3.0 < value < 1.0 for pair in slopes.values() for value in pair)

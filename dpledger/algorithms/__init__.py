@@ -31,6 +31,12 @@ from dpledger.algorithms.erm import (
 from dpledger.algorithms.functional import FMLinearRegression, FMLogisticRegression
 from dpledger.algorithms.gradient import NoisyGD, NoisyGDClassifier
 from dpledger.algorithms.irls import PrivateIRLS
+from dpledger.algorithms.kng import (
+    ExponentialLinearRegression,
+    ExponentialQuantileRegression,
+    KNGLinearRegression,
+    KNGQuantileRegression,
+)
 from dpledger.algorithms.linear import ADASSP, SSP
 from dpledger.algorithms.preprocessing import PrivateStandardScaler
 from dpledger.algorithms.quantile import quantile
@@ -39,8 +45,12 @@ __all__ = [
     "ADASSP",
     "SSP",
     "CapeFM",
+    "ExponentialLinearRegression",
+    "ExponentialQuantileRegression",
     "FMLinearRegression",
     "FMLogisticRegression",
+    "KNGLinearRegression",
+    "KNGQuantileRegression",
     "NoisyGD",
     "NoisyGDClassifier",
     "ObjectivePerturbationClassifier",
@@ -66,6 +76,7 @@ __dir__ = namespace(
     "functional",
     "gradient",
     "irls",
+    "kng",
     "linear",
     "preprocessing",
     "quantile",

@@ -1,0 +1,1130 @@
+"""KNG and the exponential mechanism for linear and quantile regression on a bounded Θ.
+
+**KNG** (Reimherr & Awan 2019, "KNG: The K-Norm Gradient Mechanism", Thm "KNG") releases
+θ ∈ Θ with density f_D(θ) ∝ exp(−ε‖∇ℓₙ(θ; D)‖_K / (2Δ)), where Δ bounds the K-norm
+change of the gradient between neighbouring data sets *for every θ ∈ Θ*. It is the
+exponential mechanism (McSherry & Talwar 2007) with utility −‖∇ℓₙ(θ; D)‖_K, whose
+sensitivity is at most Δ (reverse triangle inequality), on the data-independent base
+measure Lebesgue-on-Θ. The privacy loss of an output θ is
+(ε/(2Δ))(‖∇ℓₙ(θ; D′)‖_K − ‖∇ℓₙ(θ; D)‖_K) + log(Z_D′/Z_D): its first term ranges over an
+interval of width ≤ ε, so the release is ε-bounded-range (Durfee & Rogers 2019), hence
+ε-DP and ε²/8-zCDP, under either adjacency. It is charged as
+:class:`~dpledger.events.BoundedRange` (ε), like :func:`~dpledger.algorithms.quantile`.
+
+**The exponential mechanism** with utility −ℓₙ(θ; D) releases θ with density
+∝ exp(−εℓₙ(θ; D)/(2Δ_ℓ)), Δ_ℓ = sup over θ ∈ Θ and neighbours of |ℓₙ(θ; D) − ℓₙ(θ; D′)|:
+ε-bounded-range by the same argument, charged the same. (Under add/remove the loss is
+monotone — adding a row only adds a non-negative term — so this release is in fact
+ε/2-bounded-range; the ε charged is an upper bound.) KNG adds O_p(1/n) noise to the
+minimiser, the exponential mechanism O_p(1/√n) (Reimherr & Awan; ``examples/kng_rates.py``
+measures both slopes).
+
+Declared bounds (never read from the data): rows x are clipped to ‖x‖ ≤ ``x_bound`` = B
+(in the K-norm for KNG quantile regression, in ℓ₂ otherwise), y to |y| ≤ ``y_bound`` = C,
+and Θ = {θ: ‖θ‖₂ ≤ ``theta_bound``} = r. With ``fit_intercept`` the model acts on the
+augmented row z = (x, 1) and θ = (coef, intercept); the intercept column is counted in the
+row bound: b = ‖(B, 1)‖ (√(B² + 1) in ℓ₂, B + 1 in ℓ₁, max(B, 1) in ℓ∞), else b = B.
+So |zᵀθ| ≤ b₂r on Θ (b₂ the ℓ₂ row bound).
+
+Sensitivities (for one record; derivations in each function's docstring and in
+docs/algorithms.md, checked against brute-force worst cases in tests/test_kng.py):
+
+=========================  ===================  ======================  ====================
+release                    norm                 add/remove              replace-one
+=========================  ===================  ======================  ====================
+KNG, squared loss          ℓ₂ of ∇              2b(br + C)              4b(br + C) (bound)
+KNG, check loss ρ_τ        K of ∇               max(τ, 1 − τ)·b_K       2·max(τ, 1 − τ)·b_K
+exponential, squared loss  |Δℓ|                 (C + br)²               (C + br)²
+exponential, check loss    |Δℓ|                 max(τ, 1 − τ)(C + b₂r)  max(τ, 1 − τ)(C + b₂r)
+=========================  ===================  ======================  ====================
+
+**Sampling.** KNG for the squared loss with K = ℓ₂ and the exponential mechanism for the
+squared loss are sampled *exactly* (up to floating point): the untruncated densities are
+an affine image of exp(−(ε/Δ)‖z‖₂) and a Gaussian, and rejection of draws outside Θ
+yields exactly the density truncated to Θ. The rejection loop is capped
+(``max_proposals``): if no draw lands in Θ the fit raises :class:`SamplingError` *after*
+the charge — the budget is spent and nothing is released. The probability of that is
+data-dependent (it is the untruncated mass outside Θ, raised to the cap): the refusal
+itself is an observable event outside the ε guarantee, and so is the running time of the
+loop. Declare Θ large enough to contain the estimate with margin.
+
+Quantile regression has no exact sampler for d > 1: it is sampled by random-walk
+Metropolis (:func:`metropolis`), whose output is only approximately distributed as the
+mechanism's density. **The ε guarantee holds for exact sampling only**; the ledger label
+says so. ``mcmc_diagnostics_`` (acceptance, effective sample size, split R̂) are
+computed from every chain's draws, so they are functions of the data *not* covered by the
+guarantee: they are for the data holder, never for release.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import linalg
+from sklearn.base import RegressorMixin
+
+from dpledger._public import namespace
+from dpledger._validation import check_choice, check_int_at_least, check_probability
+from dpledger.accountant import events as ev
+from dpledger.algorithms import _data
+from dpledger.algorithms.base import PrivateEstimator, Release
+from dpledger.algorithms.linear import _row_norms
+from dpledger.errors import DPLedgerError, InvalidArgumentError
+from dpledger.mechanisms._rng import resolve_rng
+from dpledger.mechanisms.base import Mechanism, warn_floating_point
+from dpledger.mechanisms.knorm import uniform_in_ball
+
+__all__ = [
+    "MAX_MCMC_STEPS",
+    "MAX_PROPOSALS",
+    "MCMC_LABEL",
+    "ExponentialLinearRegression",
+    "ExponentialQuantileRegression",
+    "KNGLinearRegression",
+    "KNGQuantileRegression",
+    "MCMCDiagnostics",
+    "MCMCWarning",
+    "SamplingError",
+    "effective_sample_size",
+    "exponential_linear_sample",
+    "kng_linear_sample",
+    "metropolis",
+    "quantile_gradient_sensitivity",
+    "quantile_loss_range",
+    "row_bound",
+    "split_rhat",
+    "squared_gradient_sensitivity",
+    "squared_loss_range",
+]
+
+NORMS = ("l1", "l2", "linf")
+
+#: The largest rejection-sampling cap accepted (proposals per release).
+MAX_PROPOSALS = 10**8
+#: The largest number of Metropolis steps per chain (burn-in + kept samples).
+MAX_MCMC_STEPS = 10**6
+#: The most chains one fit runs.
+MAX_CHAINS = 64
+#: The ledger label's note on every MCMC release.
+MCMC_LABEL = "MCMC: approximate sampler; ε holds for exact sampling only"
+
+
+class SamplingError(DPLedgerError, RuntimeError):
+    """A capped sampler found no draw: the budget was charged and nothing was released."""
+
+
+class MCMCWarning(UserWarning):
+    """The chains look unconverged (split R̂ > 1.01 or a small effective sample size)."""
+
+
+# -- sensitivities ------------------------------------------------------------------------
+
+
+def row_bound(x_bound: float, fit_intercept: bool, norm: str = "l2") -> float:
+    """The K-norm bound b of a model row z: ``x_bound``, or ‖(x_bound, 1)‖_K with an intercept.
+
+    The intercept column is a public constant 1 appended to the clipped x, so
+    ‖(x, 1)‖_K ≤ ‖(B, 1)‖_K for every norm here (ℓ₁: B + 1, ℓ₂: √(B² + 1), ℓ∞: max(B, 1)).
+    """
+    if not fit_intercept:
+        return float(x_bound)
+    if norm == "l1":
+        return float(x_bound) + 1.0
+    if norm == "linf":
+        return max(float(x_bound), 1.0)
+    return math.hypot(float(x_bound), 1.0)
+
+
+def squared_gradient_sensitivity(
+    b: float, y_bound: float, theta_bound: float, adjacency: str
+) -> float:
+    """Δ₂ of ∇ℓₙ for ℓₙ(θ) = Σ(yᵢ − zᵢᵀθ)² (+ a public ridge), sup over θ ∈ Θ.
+
+    One row adds g(θ; z, y) = 2z(zᵀθ − y) to the gradient (the ridge's 2λθ is the same for
+    neighbours and cancels). With ‖z‖₂ ≤ b, |y| ≤ C, ‖θ‖₂ ≤ r: ‖g‖₂ = 2‖z‖₂|zᵀθ − y| ≤
+    2b(br + C), attained by z = bθ/r, y = −C at ‖θ‖ = r. Add/remove: the difference is one
+    row's g, so Δ₂ = 2b(br + C) (tight). Replace-one: ‖g − g′‖₂ ≤ ‖g‖₂ + ‖g′‖₂ =
+    4b(br + C) by the triangle inequality — a valid bound, but *not* the supremum: no
+    second row's g′ reaches −g. The supremum found numerically is
+    2bC·max_φ(k·sin 2φ + 2 sin φ), k = br/C (e.g. 0.65 × the bound at k = 1), but without
+    a proof it is not used: the proven bound is charged.
+    """
+    one = 2.0 * b * (b * theta_bound + y_bound)
+    return 2.0 * one if adjacency == ev.REPLACE_ONE else one
+
+
+def quantile_gradient_sensitivity(tau: float, b: float, adjacency: str) -> float:
+    """Δ_K of ∇ℓₙ for ℓₙ(θ) = Σρ_τ(yᵢ − zᵢᵀθ): max(τ, 1 − τ)·b, doubled under replace-one.
+
+    One row adds g = z(1{y < zᵀθ} − τ) ∈ {(1 − τ)z, −τz}, so ‖g‖_K ≤ max(τ, 1 − τ)·b
+    (add/remove, tight). Replace-one: g − g′ with g′ = (−z) times the same weight — both
+    rows on the same side of the fit, e.g. y, y′ ≥ 0 at θ = 0 ∈ Θ for the weight −τ — has
+    norm 2·max(τ, 1 − τ)·b, which is also the triangle-inequality bound: tight. (Code
+    using (1 − τ) alone is too small for τ > ½.) Neither depends on y or on θ.
+    """
+    one = max(tau, 1.0 - tau) * b
+    return 2.0 * one if adjacency == ev.REPLACE_ONE else one
+
+
+def squared_loss_range(b: float, y_bound: float, theta_bound: float) -> float:
+    """Δ_ℓ = (C + br)² for the squared loss on Θ, under either adjacency.
+
+    One row's loss (y − zᵀθ)² lies in [0, (C + br)²] (|zᵀθ| ≤ br). Add/remove changes
+    ℓₙ by one such term; replace-one by the difference of two, which lies in
+    [−(C + br)², (C + br)²] because both are ≥ 0. Tight for both (one row with residual
+    C + br against one with residual 0). The ridge is the same for neighbours.
+    """
+    return (y_bound + b * theta_bound) ** 2
+
+
+def quantile_loss_range(tau: float, b: float, y_bound: float, theta_bound: float) -> float:
+    """Δ_ℓ = max(τ, 1 − τ)(C + br) for the check loss on Θ, under either adjacency.
+
+    ρ_τ(u) = u(τ − 1{u < 0}) ∈ [0, max(τ, 1 − τ)|u|] and |y − zᵀθ| ≤ C + br; the
+    difference of two non-negative terms is bounded by the larger (as for the squared
+    loss). Tight.
+    """
+    return max(tau, 1.0 - tau) * (y_bound + b * theta_bound)
+
+
+# -- exact samplers -----------------------------------------------------------------------
+
+
+def _first_inside(
+    propose: Callable[[int], np.ndarray], radius: float, max_proposals: int, what: str
+) -> np.ndarray:
+    """The first of iid proposals with ‖θ‖₂ ≤ radius: exactly the proposal law on Θ.
+
+    Batches grow geometrically up to the cap; the first accepted draw in proposal order
+    is returned (taking the first success of an iid sequence is exact rejection sampling).
+    """
+    used, batch = 0, 16
+    while used < max_proposals:
+        size = min(batch, max_proposals - used)
+        thetas = propose(size)
+        inside = np.flatnonzero(np.linalg.norm(thetas, axis=1) <= radius)
+        if inside.size:
+            return np.asarray(thetas[inside[0]], dtype=float)
+        used += size
+        batch = min(batch * 4, 1 << 16)
+    raise SamplingError(
+        f"{what}: none of {max_proposals} proposals fell in Θ = {{‖θ‖₂ ≤ {radius:g}}}. The "
+        "budget was already charged and no estimate is released. The probability of this "
+        "failure depends on the data (the mass of the untruncated density outside Θ), so "
+        "the failure itself is not covered by the privacy guarantee: declare a larger "
+        "`theta_bound` (containing the estimate with margin) or raise `max_proposals`."
+    )
+
+
+def _cholesky(gram: np.ndarray) -> np.ndarray:
+    try:
+        return np.asarray(np.linalg.cholesky(gram))
+    except np.linalg.LinAlgError:  # only by rounding: the ridge makes A positive definite
+        raise SamplingError(
+            "A = XᵀX + ridge·I is not numerically positive definite: use a larger `ridge`."
+        ) from None
+
+
+def kng_linear_sample(
+    gram: np.ndarray,
+    moment: np.ndarray,
+    *,
+    epsilon: float,
+    sensitivity: float,
+    theta_bound: float,
+    rng: np.random.Generator,
+    max_proposals: int = 10**6,
+) -> np.ndarray:
+    """One exact draw of ℓ₂-KNG for ℓₙ(θ) = θᵀAθ − 2bᵀθ + const, truncated to ‖θ‖ ≤ r.
+
+    ∇ℓₙ = 2(Aθ − b), so f(θ) ∝ exp(−(ε/Δ)‖Aθ − b‖₂): z = Aθ − b has density
+    ∝ exp(−(ε/Δ)‖z‖₂) (the Jacobian of θ ↦ z is the constant det A), i.e. ‖z‖ ~
+    Gamma(d, Δ/ε) with a uniform direction; θ = A⁻¹(b + z), kept if in Θ.
+    """
+    d = moment.size
+    factor = (_cholesky(gram), True)
+
+    def propose(size: int) -> np.ndarray:
+        radius = rng.gamma(d, sensitivity / epsilon, size)
+        direction = rng.standard_normal((size, d))
+        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+        z = direction * radius[:, None]
+        return np.asarray(linalg.cho_solve(factor, (moment[None, :] + z).T).T)
+
+    return _first_inside(propose, theta_bound, max_proposals, "KNG (squared loss)")
+
+
+def exponential_linear_sample(
+    gram: np.ndarray,
+    moment: np.ndarray,
+    *,
+    epsilon: float,
+    sensitivity: float,
+    theta_bound: float,
+    rng: np.random.Generator,
+    max_proposals: int = 10**6,
+) -> np.ndarray:
+    """One exact draw of exp(−ε(θᵀAθ − 2bᵀθ)/(2Δ_ℓ)) truncated to ‖θ‖ ≤ r.
+
+    Completing the square: the Gaussian N(A⁻¹b, (Δ_ℓ/ε)A⁻¹), drawn as
+    A⁻¹b + √(Δ_ℓ/ε)·L⁻ᵀξ with A = LLᵀ, ξ standard normal; kept if in Θ.
+    """
+    d = moment.size
+    lower = _cholesky(gram)
+    mean = linalg.cho_solve((lower, True), moment)
+    scale = math.sqrt(sensitivity / epsilon)
+
+    def propose(size: int) -> np.ndarray:
+        xi = rng.standard_normal((d, size))
+        return np.asarray(
+            mean[None, :] + scale * linalg.solve_triangular(lower.T, xi, lower=False).T
+        )
+
+    return _first_inside(propose, theta_bound, max_proposals, "exponential mechanism")
+
+
+# -- MCMC ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MCMCDiagnostics:
+    """Convergence diagnostics of one Metropolis run (not private: for the data holder).
+
+    Attributes:
+        acceptance_rate: Post-burn-in acceptance rate of each chain.
+        ess: Effective sample size of each coordinate, all chains pooled.
+        rhat: Split R̂ of each coordinate (Gelman et al., BDA3 §11.4).
+        chains: Number of chains.
+        burn_in: Burn-in steps per chain (discarded; the step size adapts only here).
+        samples: Kept steps per chain.
+    """
+
+    acceptance_rate: np.ndarray
+    ess: np.ndarray
+    rhat: np.ndarray
+    chains: int
+    burn_in: int
+    samples: int
+
+
+def split_rhat(draws: np.ndarray) -> np.ndarray:
+    """Split R̂ per coordinate of ``draws`` (chains × steps × d); inf where a chain is constant.
+
+    Each chain is split in halves; R̂ = √(V⁺/W) with W the mean within-half variance and
+    V⁺ = (n − 1)/n·W + B/n (Gelman et al., *Bayesian Data Analysis*, 3rd ed., §11.4).
+    """
+    _, steps, d = draws.shape
+    half = steps // 2
+    if half < 2:
+        return np.full(d, np.inf)
+    parts = np.concatenate([draws[:, :half], draws[:, steps - half :]], axis=0)
+    within = parts.var(axis=1, ddof=1).mean(axis=0)
+    between = half * parts.mean(axis=1).var(axis=0, ddof=1)
+    pooled = (half - 1) / half * within + between / half
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rhat = np.sqrt(pooled / within)
+    return np.where(within > 0, rhat, np.inf)
+
+
+def effective_sample_size(draws: np.ndarray) -> np.ndarray:
+    """Multi-chain effective sample size per coordinate (BDA3 §11.5, Geyer's sequence).
+
+    ρ̂ₜ = 1 − (W − mean autocovariance at lag t)/V⁺ over split chains; the sum of
+    consecutive pairs ρ̂₂ₖ + ρ̂₂ₖ₊₁ is truncated at its first negative term and made
+    monotone (Geyer 1992); ESS = mn/(−1 + 2Σ pairs).
+    """
+    _, steps, d = draws.shape
+    half = steps // 2
+    if half < 4:
+        return np.zeros(d)
+    parts = np.concatenate([draws[:, :half], draws[:, steps - half :]], axis=0)
+    m, n = parts.shape[0], half
+    centred = parts - parts.mean(axis=1, keepdims=True)
+    size = 1 << (2 * n - 1).bit_length()
+    spectrum = np.fft.rfft(centred, n=size, axis=1)
+    autocov = np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=1)[:, :n] / n
+    within = parts.var(axis=1, ddof=1).mean(axis=0)
+    between = n * parts.mean(axis=1).var(axis=0, ddof=1)
+    pooled = (n - 1) / n * within + between / n
+    out = np.zeros(d)
+    for j in range(d):
+        if not pooled[j] > 0:
+            continue
+        rho = 1.0 - (within[j] - autocov[:, :, j].mean(axis=0)) / pooled[j]
+        rho[0] = 1.0
+        total, previous = 0.0, math.inf
+        for k in range(0, n - 1, 2):
+            pair = rho[k] + rho[k + 1]
+            if pair < 0:
+                break
+            pair = min(pair, previous)
+            total += pair
+            previous = pair
+        tau = max(-1.0 + 2.0 * total, 1.0 / math.log10(max(m * n, 10)))
+        out[j] = m * n / tau
+    return out
+
+
+def metropolis(
+    log_density: Callable[[np.ndarray], np.ndarray],
+    *,
+    dimension: int,
+    radius: float,
+    rng: np.random.Generator,
+    chains: int = 4,
+    burn_in: int = 2000,
+    samples: int = 1000,
+) -> tuple[np.ndarray, MCMCDiagnostics, np.ndarray]:
+    """Random-walk Metropolis on Θ = {‖θ‖₂ ≤ radius} for any log-density, several chains.
+
+    Chains start at independent uniform points of Θ drawn from ``rng`` — data-independent,
+    never the non-private estimate. During burn-in each chain's step size adapts
+    (Robbins–Monro on its log, towards acceptance 0.234) and, at a quarter, half and three
+    quarters of the burn-in, the proposal's shape is set to the chains' pooled
+    within-chain covariance over the last quarter of the burn-in; after
+    burn-in the kernel is fixed, so every kept step leaves the target invariant
+    (symmetric Gaussian proposals; points outside Θ have density 0 and are rejected).
+
+    Args:
+        log_density: Maps an (m, d) array of points in Θ to their m log-densities (up to
+            a constant; vectorised over the chains).
+        dimension: d.
+        radius: Θ's radius.
+        rng: The generator (seeded per fit by the caller).
+        chains: Number of chains (≥ 2 for R̂).
+        burn_in: Discarded adaptive steps per chain.
+        samples: Kept steps per chain.
+
+    Returns:
+        (θ, diagnostics, draws): θ is the *last state of chain 0* — one draw, the
+        mechanism's output (a summary of many draws would be a different, unaccounted
+        release); draws are all kept states (chains × samples × d), for diagnostics.
+    """
+    d = dimension
+    current = radius * uniform_in_ball("l2", d, chains, rng)
+    logp = np.asarray(log_density(current), dtype=float)
+    scale = np.full(chains, 2.38 * radius / (2.0 * math.sqrt(d)))
+    shape = np.eye(d)
+    history = np.empty((chains, burn_in, d))
+    checkpoints = {burn_in // 4, burn_in // 2, (3 * burn_in) // 4} - {0}
+    window = max(burn_in // 4, 1)
+    since = 0  # steps since the proposal's shape was last set
+
+    def step(adapting: bool, t: int) -> np.ndarray:
+        nonlocal current, logp, scale
+        noise = rng.standard_normal((chains, d)) @ shape.T
+        proposal = current + scale[:, None] * noise
+        inside = np.einsum("ij,ij->i", proposal, proposal) <= radius * radius
+        lp = np.full(chains, -np.inf)
+        if inside.any():
+            lp[inside] = log_density(proposal[inside])
+        accept = np.log(rng.random(chains)) < lp - logp
+        current = np.where(accept[:, None], proposal, current)
+        logp = np.where(accept, lp, logp)
+        if adapting:
+            gain = 1.0 / math.sqrt(1.0 + (t - since) / 10.0)
+            scale = scale * np.exp(gain * (accept - 0.234))
+        return np.asarray(accept)
+
+    for t in range(burn_in):
+        step(True, t)
+        history[:, t] = current
+        if t + 1 in checkpoints:
+            recent = history[:, t + 1 - window : t + 1]
+            centred = (recent - recent.mean(axis=1, keepdims=True)).reshape(-1, d)
+            covariance = centred.T @ centred / max(centred.shape[0] - 1, 1)
+            covariance += 1e-12 * (np.trace(covariance) / d + radius * radius * 1e-12) * np.eye(d)
+            try:
+                shape = np.linalg.cholesky(covariance)
+                scale = np.full(chains, 2.38 / math.sqrt(d))
+                since = t + 1
+            except np.linalg.LinAlgError:
+                pass  # keep the previous shape
+    draws = np.empty((chains, samples, d))
+    accepted = np.zeros(chains)
+    for t in range(samples):
+        accepted += step(False, t)
+        draws[:, t] = current
+    diagnostics = MCMCDiagnostics(
+        acceptance_rate=accepted / max(samples, 1),
+        ess=effective_sample_size(draws),
+        rhat=split_rhat(draws),
+        chains=chains,
+        burn_in=burn_in,
+        samples=samples,
+    )
+    return np.array(current[0], dtype=float), diagnostics, draws
+
+
+def _warn_if_unconverged(diagnostics: MCMCDiagnostics, what: str) -> None:
+    rhat = float(np.max(diagnostics.rhat))
+    ess = float(np.min(diagnostics.ess))
+    if not (rhat <= 1.01) or ess < 100:
+        warnings.warn(
+            f"{what}: the chains may not have converged (max split R̂ = {rhat:.3g}, min ESS "
+            f"= {ess:.3g}; want R̂ ≤ 1.01 and ESS ≥ 100): the release may be far from the "
+            "mechanism's density, whose ε it is charged. Raise `burn_in`/`samples`. (This "
+            "warning depends on the data: do not publish it.)",
+            MCMCWarning,
+            stacklevel=4,
+        )
+
+
+# -- mechanisms ---------------------------------------------------------------------------
+
+
+def _check_cap(name: str, value: Any, cap: int) -> int:
+    count = check_int_at_least(name, value, 1)
+    if count > cap:
+        raise InvalidArgumentError(f"`{name}` must be at most {cap} (no hang). Found {value!r}.")
+    return count
+
+
+class _LinearRelease(Mechanism):
+    """KNG (ℓ₂) or the exponential mechanism for the squared loss, sampled exactly.
+
+    ``value`` is (XᵀX, Xᵀy) of the clipped model rows; the public ridge is added here.
+    The event is :class:`~dpledger.events.BoundedRange` (ε) (see the module docstring).
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        epsilon: float,
+        sensitivity: float,
+        *,
+        theta_bound: float,
+        ridge: float,
+        dimension: int,
+        max_proposals: int,
+    ) -> None:
+        self.kind = check_choice("kind", kind, ("kng", "exponential"))
+        self.epsilon = float(epsilon)
+        self.sensitivity = float(sensitivity)
+        self.theta_bound = float(theta_bound)
+        self.ridge = float(ridge)
+        self.dimension = int(dimension)
+        self.max_proposals = int(max_proposals)
+        # "exact" here means exact in distribution in real arithmetic: the draws are
+        # floating point, with Mironov's caveat like every continuous sampler here
+        warn_floating_point(
+            "KNG" if kind == "kng" else "the exponential mechanism", no_exact_sampler=True
+        )
+
+    def _params(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "epsilon": self.epsilon,
+            "sensitivity": self.sensitivity,
+            "theta_bound": self.theta_bound,
+            "ridge": self.ridge,
+        }
+
+    @property
+    def event(self) -> ev.BoundedRange:
+        """ε-bounded-range: the exponential mechanism (Durfee & Rogers 2019)."""
+        return ev.BoundedRange(self.epsilon)
+
+    def validate(self, value: Any) -> None:
+        """(XᵀX, Xᵀy): a finite d×d and a finite d-vector."""
+        gram, moment = value
+        d = self.dimension
+        if np.shape(gram) != (d, d) or np.shape(moment) != (d,):
+            raise InvalidArgumentError(
+                f"`value` must be (XᵀX of shape ({d}, {d}), Xᵀy of shape ({d},)). Found "
+                f"{np.shape(gram)} and {np.shape(moment)}."
+            )
+        if not (np.all(np.isfinite(gram)) and np.all(np.isfinite(moment))):
+            raise InvalidArgumentError("`value` must be finite (XᵀX and Xᵀy).")
+
+    def release(self, value: Any, rng: np.random.Generator | None = None) -> np.ndarray:
+        """One draw of θ ∈ Θ (raises :class:`SamplingError` if the rejection cap is hit)."""
+        gram, moment = (np.asarray(v, dtype=float) for v in value)
+        a = (gram + gram.T) / 2.0 + self.ridge * np.eye(self.dimension)
+        sample = kng_linear_sample if self.kind == "kng" else exponential_linear_sample
+        return sample(
+            a,
+            moment,
+            epsilon=self.epsilon,
+            sensitivity=self.sensitivity,
+            theta_bound=self.theta_bound,
+            rng=resolve_rng(rng),
+            max_proposals=self.max_proposals,
+        )
+
+
+@dataclass(frozen=True)
+class MCMCDraw:
+    """What an MCMC release returns: the one released θ, and the (non-private) diagnostics."""
+
+    theta: np.ndarray
+    diagnostics: MCMCDiagnostics
+
+
+def _check_loss_log_density(
+    kind: str, Z: np.ndarray, y: np.ndarray, tau: float, scale: float, norm: str
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Log-density of KNG (−scale·‖∇ℓₙ‖_K) or the exponential mechanism (−scale·ℓₙ)."""
+    order = {"l1": 1, "l2": 2, "linf": np.inf}[norm]
+    # (d × n) layout: BLAS is slow for (n × d) @ (d × m) with tiny d and m
+    Zt = np.ascontiguousarray(Z.T)
+    target = y[None, :]
+
+    def kng(points: np.ndarray) -> np.ndarray:
+        fitted = np.einsum("md,dn->mn", points, Zt)
+        weights = (target < fitted).astype(float) - tau
+        gradient = weights @ Z  # m × d
+        return np.asarray(-scale * np.linalg.norm(gradient, ord=order, axis=1))
+
+    def exponential(points: np.ndarray) -> np.ndarray:
+        residual = target - np.einsum("md,dn->mn", points, Zt)
+        loss = residual * (tau - (residual < 0))
+        return np.asarray(-scale * loss.sum(axis=1))
+
+    return kng if kind == "kng" else exponential
+
+
+class _QuantileRelease(Mechanism):
+    """KNG or the exponential mechanism for the check loss, sampled by Metropolis.
+
+    ``value`` is (Z, y): the clipped model rows and targets. Charged as
+    :class:`~dpledger.events.BoundedRange` (ε) — the guarantee of *exact* sampling; the
+    Metropolis output only approximates the density.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        epsilon: float,
+        sensitivity: float,
+        *,
+        tau: float,
+        norm: str,
+        theta_bound: float,
+        dimension: int,
+        chains: int,
+        burn_in: int,
+        samples: int,
+    ) -> None:
+        self.kind = check_choice("kind", kind, ("kng", "exponential"))
+        self.epsilon = float(epsilon)
+        self.sensitivity = float(sensitivity)
+        self.tau = float(tau)
+        self.norm = check_choice("norm", norm, NORMS)
+        self.theta_bound = float(theta_bound)
+        self.dimension = int(dimension)
+        self.chains = int(chains)
+        self.burn_in = int(burn_in)
+        self.samples = int(samples)
+        warn_floating_point("MCMC sampling", no_exact_sampler=True)
+
+    def _params(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "epsilon": self.epsilon,
+            "sensitivity": self.sensitivity,
+            "tau": self.tau,
+            "norm": self.norm,
+            "theta_bound": self.theta_bound,
+        }
+
+    @property
+    def event(self) -> ev.BoundedRange:
+        """ε-bounded-range *for exact sampling* (Durfee & Rogers 2019)."""
+        return ev.BoundedRange(self.epsilon)
+
+    def validate(self, value: Any) -> None:
+        """(Z, y): a finite n×d array and a finite n-vector."""
+        Z, y = value
+        if np.ndim(Z) != 2 or np.shape(Z)[1] != self.dimension or np.shape(y) != (len(Z),):
+            raise InvalidArgumentError(
+                f"`value` must be (Z of shape (n, {self.dimension}), y of shape (n,)). Found "
+                f"{np.shape(Z)} and {np.shape(y)}."
+            )
+        if not (np.all(np.isfinite(Z)) and np.all(np.isfinite(y))):
+            raise InvalidArgumentError("`value` must be finite (Z and y).")
+
+    def release(self, value: Any, rng: np.random.Generator | None = None) -> MCMCDraw:
+        """Run the chains; release the last state of chain 0 (one draw)."""
+        Z, y = (np.asarray(v, dtype=float) for v in value)
+        scale = self.epsilon / (2.0 * self.sensitivity)
+        log_density = _check_loss_log_density(self.kind, Z, y, self.tau, scale, self.norm)
+        theta, diagnostics, _ = metropolis(
+            log_density,
+            dimension=self.dimension,
+            radius=self.theta_bound,
+            rng=resolve_rng(rng),
+            chains=self.chains,
+            burn_in=self.burn_in,
+            samples=self.samples,
+        )
+        return MCMCDraw(theta, diagnostics)
+
+
+# -- estimators ---------------------------------------------------------------------------
+
+
+def _clip_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
+    """Rows with ‖x‖_K > bound scaled onto the sphere of radius bound (record-local)."""
+    X = np.ascontiguousarray(X, dtype=float)  # one summation order, whatever the layout
+    if norm == "l2":
+        norms = _row_norms(X)
+    elif norm == "l1":
+        norms = np.abs(X).sum(axis=1)
+    else:
+        norms = np.abs(X).max(axis=1)
+    factor = np.where(norms > bound, bound / np.where(norms > 0, norms, 1.0), 1.0)
+    clipped = np.asarray(X * factor[:, None], dtype=float)
+    # rounding may leave a clipped row a hair outside: shrink it (the bound must hold)
+    if norm == "l2":
+        after = _row_norms(clipped)
+    elif norm == "l1":
+        after = np.abs(clipped).sum(axis=1)
+    else:
+        after = np.abs(clipped).max(axis=1)
+    over = after > bound
+    if over.any():
+        clipped[over] *= (bound / after[over] * (1.0 - 2.0**-50))[:, None]
+    return clipped
+
+
+class _BoundedThetaRegression(RegressorMixin, PrivateEstimator):  # type: ignore[misc]
+    """Shared parts: declared bounds, Θ, model rows (x, 1), coefficients, prediction."""
+
+    x_bound: Any
+    y_bound: Any
+    theta_bound: Any
+    fit_intercept: Any
+
+    _row_norm = "l2"
+
+    def _bounds(self) -> tuple[float, float, float]:
+        x_bound = self._bound("x_bound", self.x_bound)
+        y_bound = self._bound("y_bound", self.y_bound)
+        theta_bound = self._bound("theta_bound", self.theta_bound)
+        return x_bound, y_bound, theta_bound
+
+    def _model_rows(self, X: np.ndarray, y: np.ndarray | None, norm: str) -> Any:
+        x_bound, y_bound, _ = self._bounds()
+        Z = _clip_rows(X, x_bound, norm)
+        if self.fit_intercept:
+            Z = np.hstack([Z, np.ones((Z.shape[0], 1))])
+        return Z, (None if y is None else np.clip(y, -y_bound, y_bound))
+
+    def _dimension(self, features: int) -> int:
+        return features + (1 if self.fit_intercept else 0)
+
+    def _set_theta(self, theta: np.ndarray, features: int) -> None:
+        self.theta_ = np.asarray(theta, dtype=float)
+        self.coef_ = self.theta_[:features].copy()
+        self.intercept_ = float(self.theta_[features]) if self.fit_intercept else 0.0
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predictions x·coef_ + intercept_ (post-processing of the released θ)."""
+        X = self._fitted_input(X, "coef_")
+        if _data.is_dask(X):
+            return X @ self.coef_ + self.intercept_  # type: ignore[no-any-return]
+        return np.asarray(X @ self.coef_ + self.intercept_)
+
+
+class _LinearRegression(_BoundedThetaRegression):
+    """Squared loss Σ(yᵢ − zᵢᵀθ)² + ridge·‖θ‖², sampled exactly from (XᵀX, Xᵀy)."""
+
+    ridge: Any
+    max_proposals: Any
+    _kind = "kng"
+
+    def _sensitivity(self, b: float, y_bound: float, theta_bound: float, adjacency: str) -> float:
+        raise NotImplementedError
+
+    def fit(self, X: Any, y: Any) -> Any:
+        """Validate, compute (XᵀX, Xᵀy) of the clipped rows, charge ε, draw θ ∈ Θ."""
+        epsilon, _ = self._budget()
+        adjacency = self._adjacency()
+        ledger = self._shared_ledger()
+        x_bound, y_bound, theta_bound = self._bounds()
+        ridge = self.ridge
+        if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.integer, np.floating)):
+            raise InvalidArgumentError(f"`ridge` must be a positive number. Found {ridge!r}.")
+        if not (math.isfinite(ridge) and ridge > 0):
+            raise InvalidArgumentError(
+                "`ridge` must be positive and finite: it keeps A = XᵀX + ridge·I positive "
+                "definite whatever the data (ridge = 0 would make the sampler's feasibility "
+                f"depend on the data). Found {ridge!r}."
+            )
+        if getattr(self, "norm", "l2") != "l2":
+            raise InvalidArgumentError(
+                "`norm` must be 'l2' for KNG linear regression (the exact sampler); ℓ₁ and ℓ∞ "
+                f"gradients are not implemented. Found {self.norm!r}."
+            )
+        max_proposals = _check_cap("max_proposals", self.max_proposals, MAX_PROPOSALS)
+        b = row_bound(x_bound, bool(self.fit_intercept))
+        sensitivity = self._sensitivity(b, y_bound, theta_bound, adjacency)
+        X = _data.as_design(X)
+        rows = None if _data.is_dask(X) else X.shape[0]
+        y = _data.as_target(y, rows)
+        gram, moment = _data.sufficient_statistics(
+            X, y, lambda Xb, yb: self._model_rows(Xb, yb, "l2")
+        )
+        features = int(X.shape[1])
+        self.n_features_in_ = features
+        mechanism = _LinearRelease(
+            self._kind,
+            epsilon,
+            sensitivity,
+            theta_bound=theta_bound,
+            ridge=float(ridge),
+            dimension=self._dimension(features),
+            max_proposals=max_proposals,
+        )
+        label = (
+            f"theta ({'KNG' if self._kind == 'kng' else 'exponential mechanism'}, exact "
+            f"sampler, Δ={sensitivity:.6g}, ‖θ‖₂≤{theta_bound:g})"
+        )
+        (theta,) = self._release_all([Release(label, mechanism, (gram, moment))], ledger)
+        self.sensitivity_ = sensitivity
+        self._set_theta(theta, features)
+        return self
+
+
+class KNGLinearRegression(_LinearRegression):
+    """Linear regression by the K-norm gradient mechanism (ℓ₂), sampled exactly on Θ.
+
+    Releases one θ = (coef, intercept) ∈ Θ = {‖θ‖₂ ≤ ``theta_bound``} with density
+    ∝ exp(−ε‖∇ℓₙ(θ)‖₂/(2Δ₂)), ℓₙ(θ) = Σ(yᵢ − zᵢᵀθ)² + ridge·‖θ‖², zᵢ = (xᵢ, 1) with an
+    intercept (Reimherr & Awan 2019). Δ₂ = 2b(br + C) under add/remove and the proven
+    bound 4b(br + C) under replace-one (b the row bound, see :func:`row_bound` and
+    :func:`squared_gradient_sensitivity`). Charged as one
+    :class:`~dpledger.events.BoundedRange` (ε): ε-DP and ε²/8-zCDP. Noise O_p(1/n).
+
+    The ridge (public, > 0) keeps A = XᵀX + ridge·I positive definite whatever the data,
+    so the untruncated density is proper and the exact sampler (radius Gamma(d, Δ/ε),
+    uniform direction, θ = A⁻¹(Xᵀy + z), rejected outside Θ) applies; it does not change
+    the gradient's sensitivity. If ``max_proposals`` draws all fall outside Θ the fit
+    raises :class:`SamplingError` after the charge (see the module docstring).
+
+    Args:
+        epsilon: The ε of the release.
+        delta: Ignored by the mechanism (pure ε); 0 by default, must not be None.
+        x_bound: Declared bound on ‖x‖₂ (rows beyond are clipped).
+        y_bound: Declared bound on |y| (values beyond are clipped).
+        theta_bound: Radius r of Θ (ℓ₂ ball of (coef, intercept)); finite, > 0.
+        adjacency: "add_remove" or "replace_one" (declared).
+        fit_intercept: Append the public constant column 1 (counted in the row bound).
+        ridge: λ > 0 in ℓₙ (public). Default 1.
+        norm: The K-norm; "l2" only (the exact sampler).
+        max_proposals: Cap on rejection-sampling proposals (≤ 10⁸).
+        ledger: A shared ledger to draw on, or None for a per-fit ledger.
+        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+
+    Example:
+        >>> import numpy as np
+        >>> from dpledger.algorithms import KNGLinearRegression
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-0.5, 0.5, size=(20_000, 2))
+        >>> y = np.clip(X @ [0.8, -0.4] + 0.1 + 0.1 * rng.normal(size=20_000), -1, 1)
+        >>> model = KNGLinearRegression(epsilon=1.0, x_bound=1.0, y_bound=1.0,
+        ...                             theta_bound=2.0, adjacency="add_remove", rng=1)
+        >>> bool(np.abs(model.fit(X, y).coef_ - [0.8, -0.4]).max() < 0.05)
+        True
+        >>> model.releases_
+        [BoundedRange(epsilon=1.0)]
+    """
+
+    _kind = "kng"
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = 0.0,
+        x_bound: float | None = None,
+        y_bound: float | None = None,
+        theta_bound: float | None = None,
+        adjacency: str | None = None,
+        fit_intercept: bool = True,
+        ridge: float = 1.0,
+        norm: str = "l2",
+        max_proposals: int = 10**6,
+        ledger: Any = None,
+        rng: Any = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.x_bound = x_bound
+        self.y_bound = y_bound
+        self.theta_bound = theta_bound
+        self.adjacency = adjacency
+        self.fit_intercept = fit_intercept
+        self.ridge = ridge
+        self.norm = norm
+        self.max_proposals = max_proposals
+        self.ledger = ledger
+        self.rng = rng
+
+    def _sensitivity(self, b: float, y_bound: float, theta_bound: float, adjacency: str) -> float:
+        return squared_gradient_sensitivity(b, y_bound, theta_bound, adjacency)
+
+
+class ExponentialLinearRegression(_LinearRegression):
+    """Linear regression by the exponential mechanism on Θ, sampled exactly.
+
+    Releases one θ ∈ Θ = {‖θ‖₂ ≤ ``theta_bound``} with density
+    ∝ exp(−εℓₙ(θ)/(2Δ_ℓ)), ℓₙ as in :class:`KNGLinearRegression` and
+    Δ_ℓ = (C + br)² under either adjacency (:func:`squared_loss_range`): the Gaussian
+    N(A⁻¹Xᵀy, (Δ_ℓ/ε)A⁻¹) truncated to Θ, sampled by rejection (McSherry & Talwar 2007;
+    the baseline of Reimherr & Awan). Charged as one
+    :class:`~dpledger.events.BoundedRange` (ε). Noise O_p(1/√n).
+
+    Args:
+        epsilon: The ε of the release.
+        delta: Ignored (pure ε); 0 by default, must not be None.
+        x_bound: Declared bound on ‖x‖₂ (rows beyond are clipped).
+        y_bound: Declared bound on |y| (values beyond are clipped).
+        theta_bound: Radius r of Θ; finite, > 0.
+        adjacency: "add_remove" or "replace_one" (declared).
+        fit_intercept: Append the public constant column 1 (counted in the row bound).
+        ridge: λ > 0 in ℓₙ (public). Default 1.
+        max_proposals: Cap on rejection-sampling proposals (≤ 10⁸).
+        ledger: A shared ledger, or None for a per-fit ledger.
+        rng: numpy Generator or int seed, or None.
+    """
+
+    _kind = "exponential"
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = 0.0,
+        x_bound: float | None = None,
+        y_bound: float | None = None,
+        theta_bound: float | None = None,
+        adjacency: str | None = None,
+        fit_intercept: bool = True,
+        ridge: float = 1.0,
+        max_proposals: int = 10**6,
+        ledger: Any = None,
+        rng: Any = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.x_bound = x_bound
+        self.y_bound = y_bound
+        self.theta_bound = theta_bound
+        self.adjacency = adjacency
+        self.fit_intercept = fit_intercept
+        self.ridge = ridge
+        self.max_proposals = max_proposals
+        self.ledger = ledger
+        self.rng = rng
+
+    def _sensitivity(self, b: float, y_bound: float, theta_bound: float, adjacency: str) -> float:
+        return squared_loss_range(b, y_bound, theta_bound)
+
+
+class _QuantileRegression(_BoundedThetaRegression):
+    """Check loss Σρ_τ(yᵢ − zᵢᵀθ), sampled by Metropolis (in-memory rows)."""
+
+    tau: Any
+    chains: Any
+    burn_in: Any
+    samples: Any
+    _kind = "kng"
+
+    def _norm(self) -> str:
+        return "l2"
+
+    def fit(self, X: Any, y: Any) -> Any:
+        """Validate, clip the rows, charge ε, run the chains, release one θ ∈ Θ."""
+        epsilon, _ = self._budget()
+        adjacency = self._adjacency()
+        ledger = self._shared_ledger()
+        x_bound, y_bound, theta_bound = self._bounds()
+        tau = check_probability("tau", self.tau, low_open=True, high_open=True)
+        norm = self._norm()
+        chains = _check_cap("chains", self.chains, MAX_CHAINS)
+        if chains < 2:
+            raise InvalidArgumentError(f"`chains` must be at least 2 (for R̂). Found {chains}.")
+        burn_in = _check_cap("burn_in", self.burn_in, MAX_MCMC_STEPS)
+        samples = _check_cap("samples", self.samples, MAX_MCMC_STEPS)
+        if burn_in + samples > MAX_MCMC_STEPS:
+            raise InvalidArgumentError(
+                f"`burn_in` + `samples` must be at most {MAX_MCMC_STEPS} steps per chain (no "
+                f"hang). Found {burn_in} + {samples}."
+            )
+        Xd = _data.as_design(X)
+        if _data.is_dask(Xd):
+            raise InvalidArgumentError(
+                f"{type(self).__name__} evaluates the loss at every MCMC step: it takes "
+                "in-memory data (numpy/pandas), not dask."
+            )
+        yd = _data.as_target(y, Xd.shape[0])
+        Z, yc = self._model_rows(Xd, yd, norm)
+        features = int(Xd.shape[1])
+        self.n_features_in_ = features
+        if self._kind == "kng":
+            b = row_bound(x_bound, bool(self.fit_intercept), norm)
+            sensitivity = quantile_gradient_sensitivity(tau, b, adjacency)
+        else:
+            b = row_bound(x_bound, bool(self.fit_intercept))
+            sensitivity = quantile_loss_range(tau, b, y_bound, theta_bound)
+        mechanism = _QuantileRelease(
+            self._kind,
+            epsilon,
+            sensitivity,
+            tau=tau,
+            norm=norm,
+            theta_bound=theta_bound,
+            dimension=Z.shape[1],
+            chains=chains,
+            burn_in=burn_in,
+            samples=samples,
+        )
+        name = "KNG" if self._kind == "kng" else "exponential mechanism"
+        label = f"theta ({name}, τ={tau:g}, Δ={sensitivity:.6g}; {MCMC_LABEL})"
+        (draw,) = self._release_all([Release(label, mechanism, (Z, yc))], ledger)
+        self.sensitivity_ = sensitivity
+        self.mcmc_diagnostics_ = draw.diagnostics
+        _warn_if_unconverged(draw.diagnostics, type(self).__name__)
+        self._set_theta(draw.theta, features)
+        return self
+
+
+class KNGQuantileRegression(_QuantileRegression):
+    """Quantile regression by the K-norm gradient mechanism, sampled by MCMC on Θ.
+
+    Releases one θ = (coef, intercept) ∈ Θ = {‖θ‖₂ ≤ ``theta_bound``} with density
+    ∝ exp(−ε‖∇ℓₙ(θ)‖_K/(2Δ_K)), ℓₙ(θ) = Σρ_τ(yᵢ − zᵢᵀθ), ∇ℓₙ = Σzᵢ(1{yᵢ < zᵢᵀθ} − τ)
+    (Reimherr & Awan 2019; the first private quantile regression of its kind).
+    Δ_K = max(τ, 1 − τ)·b_K under add/remove, 2·max(τ, 1 − τ)·b_K under replace-one, b_K
+    the K-norm row bound (x clipped in the K-norm; :func:`quantile_gradient_sensitivity`:
+    the (1 − τ) of the only public code is too small for τ > ½). Charged as one
+    :class:`~dpledger.events.BoundedRange` (ε) — **a guarantee of exact sampling only**:
+    θ is the last state of chain 0 of random-walk Metropolis (:func:`metropolis`), an
+    approximate draw; the ledger label says "MCMC: approximate sampler; ε holds for exact
+    sampling only". ``mcmc_diagnostics_`` and the :class:`MCMCWarning` are functions of
+    the data outside the guarantee (do not publish them). ``y_bound`` does not enter Δ_K
+    (the gradient ignores y's size); y is clipped to it as declared.
+
+    Args:
+        epsilon: The ε of the release (for exact sampling).
+        delta: Ignored (pure ε); 0 by default, must not be None.
+        x_bound: Declared bound on ‖x‖_K (rows beyond are clipped in that norm).
+        y_bound: Declared bound on |y| (values beyond are clipped).
+        theta_bound: Radius r of Θ (ℓ₂); finite, > 0.
+        adjacency: "add_remove" or "replace_one" (declared).
+        tau: The quantile level τ ∈ (0, 1).
+        norm: The K-norm of the gradient: "l1", "l2" or "linf".
+        fit_intercept: Append the public constant column 1 (counted in the row bound).
+        chains: Number of Metropolis chains (2 to 64; default 4).
+        burn_in: Adaptive burn-in steps per chain (discarded).
+        samples: Kept steps per chain (for the diagnostics).
+        ledger: A shared ledger, or None for a per-fit ledger.
+        rng: numpy Generator or int seed, or None.
+    """
+
+    _kind = "kng"
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = 0.0,
+        x_bound: float | None = None,
+        y_bound: float | None = None,
+        theta_bound: float | None = None,
+        adjacency: str | None = None,
+        tau: float = 0.5,
+        norm: str = "l2",
+        fit_intercept: bool = True,
+        chains: int = 4,
+        burn_in: int = 2000,
+        samples: int = 1000,
+        ledger: Any = None,
+        rng: Any = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.x_bound = x_bound
+        self.y_bound = y_bound
+        self.theta_bound = theta_bound
+        self.adjacency = adjacency
+        self.tau = tau
+        self.norm = norm
+        self.fit_intercept = fit_intercept
+        self.chains = chains
+        self.burn_in = burn_in
+        self.samples = samples
+        self.ledger = ledger
+        self.rng = rng
+
+    def _norm(self) -> str:
+        return check_choice("norm", self.norm, NORMS)
+
+
+class ExponentialQuantileRegression(_QuantileRegression):
+    """Quantile regression by the exponential mechanism on Θ, sampled by MCMC.
+
+    Releases one θ ∈ Θ with density ∝ exp(−εℓₙ(θ)/(2Δ_ℓ)), ℓₙ(θ) = Σρ_τ(yᵢ − zᵢᵀθ),
+    Δ_ℓ = max(τ, 1 − τ)(C + b₂r) under either adjacency (:func:`quantile_loss_range`).
+    Charged as :class:`~dpledger.events.BoundedRange` (ε) for exact sampling; sampled
+    approximately by :func:`metropolis` (see :class:`KNGQuantileRegression` for what that
+    means). Rows are clipped in ℓ₂.
+
+    Args:
+        epsilon: The ε of the release (for exact sampling).
+        delta: Ignored (pure ε); 0 by default, must not be None.
+        x_bound: Declared bound on ‖x‖₂ (rows beyond are clipped).
+        y_bound: Declared bound on |y| (values beyond are clipped).
+        theta_bound: Radius r of Θ (ℓ₂); finite, > 0.
+        adjacency: "add_remove" or "replace_one" (declared).
+        tau: The quantile level τ ∈ (0, 1).
+        fit_intercept: Append the public constant column 1 (counted in the row bound).
+        chains: Number of Metropolis chains (2 to 64; default 4).
+        burn_in: Adaptive burn-in steps per chain (discarded).
+        samples: Kept steps per chain (for the diagnostics).
+        ledger: A shared ledger, or None for a per-fit ledger.
+        rng: numpy Generator or int seed, or None.
+    """
+
+    _kind = "exponential"
+
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = 0.0,
+        x_bound: float | None = None,
+        y_bound: float | None = None,
+        theta_bound: float | None = None,
+        adjacency: str | None = None,
+        tau: float = 0.5,
+        fit_intercept: bool = True,
+        chains: int = 4,
+        burn_in: int = 2000,
+        samples: int = 1000,
+        ledger: Any = None,
+        rng: Any = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.x_bound = x_bound
+        self.y_bound = y_bound
+        self.theta_bound = theta_bound
+        self.adjacency = adjacency
+        self.tau = tau
+        self.fit_intercept = fit_intercept
+        self.chains = chains
+        self.burn_in = burn_in
+        self.samples = samples
+        self.ledger = ledger
+        self.rng = rng
+
+
+__dir__ = namespace(__all__)
