@@ -88,6 +88,7 @@ __all__ = [
     "KNGLinearRegression",
     "KNGQuantileRegression",
     "MCMCDiagnostics",
+    "MCMCDraw",
     "MCMCWarning",
     "SamplingError",
     "effective_sample_size",
