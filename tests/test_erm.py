@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 import dpledger as dpl
+from dpledger.accountant import events as ev
 from dpledger.algorithms import (
     ObjectivePerturbationClassifier,
     ObjectivePerturbationRegressor,
@@ -248,14 +249,107 @@ def test_the_solver_matches_scikit_learn_and_its_tolerance():
     assert norm <= 1e-12
 
 
-def test_a_fit_reports_its_gradient_norm_and_plan():
+def _exact_gradient(X, y, loss, ridge, linear, theta, size):
+    """The perturbed objective's gradient in extended precision (mpmath, 40 digits)."""
+    with mpmath.workdps(40):
+        t = [
+            mpmath.fsum(mpmath.mpf(a) * mpmath.mpf(b) for a, b in zip(row, theta, strict=True))
+            for row in X
+        ]
+        if loss.name == "logistic":
+            d1 = [-yi / (1 + mpmath.exp(yi * ti)) for yi, ti in zip(y, t, strict=True)]
+        else:
+            raise AssertionError("logistic only")
+        g = [
+            mpmath.fsum(X[i, j] * d1[i] for i in range(len(y))) / size
+            + ridge * mpmath.mpf(theta[j])
+            + mpmath.mpf(linear[j])
+            for j in range(X.shape[1])
+        ]
+        return float(mpmath.sqrt(mpmath.fsum(v * v for v in g)))
+
+
+@pytest.mark.parametrize("ridge", [1e-5, 1e-3, 1e-1])
+def test_the_solver_meets_its_tolerance_in_exact_arithmetic(ridge):
+    # the stopping rule compares the *computed* gradient with tol/2; the exact gradient
+    # (40 digits) must be within tol — the bound ‖θ̃ − θ̂‖ ≤ tol/ridge rests on it
+    X, y = _data(400, 4, seed=5)
+    ys = 2.0 * y - 1
+    loss = _Loss("logistic", 1.0, 0.25)
+    rng = np.random.default_rng(6)
+    for scale in (0.0, 1.0, 100.0):
+        linear = scale * rng.normal(size=4)
+        tol = 1e-12 * (1.0 + float(np.linalg.norm(linear)))
+        theta, norm = _minimise(X, ys, loss, ridge, linear, tol, 1000)
+        assert norm <= tol / 2
+        assert _exact_gradient(X, ys, loss, ridge, linear, theta, 400) <= tol
+
+
+def test_a_fit_releases_the_approximate_minimiser_plus_noise_for_its_shift():
     X, y = _data()
     model = ObjectivePerturbationClassifier(
         epsilon=1.0, x_bound=1.0, adjacency="replace_one", rng=0
     ).fit(X, y)
-    assert model.gradient_norm_ <= model.tol
-    assert model.ledger_.spent == (model.plan_.epsilon, 0.0)
+    perturbation, approximation = model.releases_
+    # the perturbation gets (1 − share) of ε, Z the rest; together within ε
+    assert perturbation == ev.PureDP(model.plan_.epsilon)
+    assert model.plan_.epsilon <= 0.99
+    assert approximation.epsilon >= 0.01 * (1 - 1e-6)
+    assert model.ledger_.spent[0] <= 1.0
+    assert model.ledger_.spent[0] == pytest.approx(1.0, rel=1e-8)
+    # the shift is 2·tol/(λ + Δ), with tol floored at 1e-12 of a·R + E‖b‖/N
+    ridge = 1e-3 + model.plan_.extra_regularization
+    assert model.solver_tol_ >= 1e-12 * math.sqrt(2)  # R² = 1 + 1 (intercept column)
+    assert model.shift_ >= 2 * model.solver_tol_ / ridge
     assert model.score(X, y) > 0.8
+
+
+def test_the_gaussian_fit_charges_two_approximate_dp_releases_within_the_budget():
+    X, y = _data()
+    ledger = dpl.Ledger(3.0, 1e-5, adjacency="replace_one")
+    model = ObjectivePerturbationClassifier(
+        epsilon=1.0,
+        delta=1e-5,
+        noise="gaussian",
+        x_bound=1.0,
+        adjacency="replace_one",
+        ledger=ledger,
+        rng=0,
+    ).fit(X, y)
+    first, second = model.releases_
+    assert isinstance(first, ev.ApproxDP) and isinstance(second, ev.ApproxDP)
+    assert first.epsilon + second.epsilon <= 1.0 and first.delta + second.delta <= 1e-5
+    # Z's σ is the analytic Gaussian's for the shift at (ε₃, δ₃): independently, by the
+    # exact Gaussian δ(ε) (Balle & Wang 2018, Thm 8)
+    sigma = model.shift_scale_
+    mu = model.shift_ / sigma
+    eps3 = second.epsilon
+    exact = stats.norm.cdf(-eps3 / mu + mu / 2) - math.exp(eps3) * stats.norm.cdf(
+        -eps3 / mu - mu / 2
+    )
+    assert exact <= second.delta * (1 + 1e-6)
+    assert ledger.spent[0] <= 1.0 and ledger.spent[1] <= 1e-5
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0, -0.1, math.nan, "x"])
+def test_the_solver_share_is_checked_before_any_charge(share):
+    X, y = _data(200)
+    ledger = dpl.Ledger(5.0, 0.0, adjacency="replace_one")
+    with pytest.raises(DPLedgerError, match="solver_share"):
+        ObjectivePerturbationClassifier(
+            epsilon=1.0, x_bound=1.0, adjacency="replace_one", solver_share=share, ledger=ledger
+        ).fit(X, y)
+    assert ledger.receipts == ()
+
+
+def test_an_objective_solver_failure_says_the_perturbation_was_charged():
+    X, y = _data(500)
+    ledger = dpl.Ledger(2.0, 0.0, adjacency="replace_one")
+    with pytest.raises(ConvergenceError, match="already charged"):
+        ObjectivePerturbationClassifier(
+            epsilon=1.0, x_bound=1.0, adjacency="replace_one", max_iter=1, ledger=ledger
+        ).fit(X, y)
+    assert len(ledger.receipts) == 1  # b, and nothing more
 
 
 @pytest.mark.parametrize("adjacency", ["replace_one", "add_remove"])

@@ -112,7 +112,12 @@ def noise_generator(rng: Any, ledger: Ledger | None) -> np.random.Generator:
 
 @dataclass(frozen=True)
 class Release:
-    """One planned release of a fit: its name, the mechanism, and the statistic."""
+    """One planned release of a fit: its name, the mechanism, and the statistic.
+
+    ``value`` may be a callable of the noisy outputs released before it (a statistic
+    computed from earlier releases, e.g. a minimiser of a perturbed objective): the
+    mechanism is still planned and charged with the whole schedule before the first draw.
+    """
 
     name: str
     mechanism: Any
@@ -289,7 +294,8 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         epsilon, delta = self._budget()
         mechanisms = [r.mechanism for r in schedule]
         for r in schedule:  # every statistic must be releasable before the first charge
-            r.mechanism.validate(r.value)
+            if not callable(r.value):
+                r.mechanism.validate(r.value)
         shared = ledger
         if ledger is None:
             ledger = Ledger(epsilon, delta, adjacency=self._adjacency())
@@ -298,10 +304,10 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
             ledger.check(mechanisms, decide=True)
         generator = noise_generator(self.rng, shared)
         name = type(self).__name__
-        outputs = [
-            ledger.release(r.mechanism, r.value, generator, label=f"{name}: {r.name}")
-            for r in schedule
-        ]
+        outputs: list[Any] = []
+        for r in schedule:
+            value = r.value(list(outputs)) if callable(r.value) else r.value
+            outputs.append(ledger.release(r.mechanism, value, generator, label=f"{name}: {r.name}"))
         self.ledger_ = ledger
         self._own_ledger = shared is None
         self.releases_ = [m.event for m in mechanisms]

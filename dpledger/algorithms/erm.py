@@ -38,18 +38,38 @@ in docs/algorithms.md, follows CMS Thm 9):
   (replace-one).
 
 When ε_J would exceed ε/2 the extra ridge Δ is raised until ε_J = ε/2 (CMS's Δ branch,
-taken whenever it leaves more of ε for the noise). **The guarantee is for the exact
-minimiser**: the solver (Newton with line search) stops at ‖∇J‖/N ≤ ``tol``, so the output
-is within tol/(λ + Δ) of the exact private minimiser — a deterministic, data-dependent
-deviation that the theorem does not cover (keep ``tol`` tiny; the default 1e-10 moves the
-coefficients by less than 1e-7 for λ ≥ 1e-3).
+taken whenever it leaves more of ε for the noise).
+
+**The theorem is for the exact minimiser θ̂; the fit releases the solver's θ̃ plus noise**
+(approximate minima perturbation, Iyengar et al. 2019, Alg. 1). The solver stops at
+‖∇J(θ̃)‖/N ≤ tol (tol floored at 1e-12 of the gradient's public scale,
+:func:`_tolerance`); (λ + Δ)-strong convexity of J/N then gives ‖θ̃ − θ̂‖ ≤ r :=
+tol/(λ + Δ) *for every dataset and every b*. Proof of the charge: b = g_D(θ̂) is a function of
+(D, θ̂), so θ̃ = θ̂ + h(D, θ̂) with ‖h‖ ≤ r everywhere. Release θ̂ (the objective
+perturbation, (1 − ``solver_share``) of the budget), then, given θ̂, the vector
+θ̂ + h(D, θ̂) + Z — a noise-adding mechanism on a statistic whose neighbours differ by at
+most 2r — and drop θ̂ (post-processing). Adaptive composition: the fit is charged the
+perturbation's event plus Z's: ℓ₂ K-norm noise of sensitivity 2r at the ε left
+(pure ε-DP), or the analytic Gaussian of sensitivity 2r at the (ε, δ) left. Z is tiny:
+with ℓ₂ K-norm noise ‖Z‖ averages about d·2r/ε₃ (ε₃ = solver_share·ε): for the
+defaults (tol = 1e-12, share 0.01) about 3e-6 at d = 10, λ = 1e-3, ε = 1, R = √2.
+
+The losses' conditions are on φ′: bounded by a, and **c-Lipschitz** (so φ″ ≤ c wherever
+it exists, and the Hessian bound holds in the generalised sense the area formula needs).
+The solver's stopping rule compares the computed gradient with tol/2: the other half of
+tol covers its rounding error. A solver that fails (reachable only by ``max_iter`` far
+below the Newton iterations needed, or a floating-point floor above tol) raises
+:class:`ConvergenceError` after b was charged and drawn: the failure is an observable,
+data-dependent event outside the guarantee — keep the defaults.
 
 **Output perturbation** (CMS 2011, Alg. 1) releases θ* + b with θ* = argmin Σℓ + (Nλ/2)‖θ‖².
 N·λ-strong convexity bounds θ*'s sensitivity by kL/(Nλ) (CMS Cor. 8: 2/(nλ) for L = 1);
-the solver is stopped at ‖∇J‖/N ≤ tol, *checked*, so θ̃ is within tol/λ of θ* and the
-sensitivity charged is kL/(Nλ) + 2·tol/λ. Noise: the ℓ₂ K-norm mechanism, ‖b‖ ~
-Gamma(d, Δ/ε) — the ε is in the scale (Hardt & Talwar 2010; a common summary drops it) —
-or Gaussian noise of L2 sensitivity Δ, calibrated with the tightest accountant.
+the solver is stopped at ‖∇J‖/N ≤ tol (computed ≤ tol/2), so θ̃ is within tol/λ of θ* and
+the sensitivity charged is kL/(Nλ) + 2·tol/λ. (A solver failure refuses the fit before
+any charge; like the refusal, it is data-dependent and outside the guarantee.)
+Noise: the ℓ₂ K-norm mechanism, ‖b‖ ~ Gamma(d, Δ/ε) — the ε is in the scale (Hardt &
+Talwar 2010; a common summary drops it) — or Gaussian noise of L2 sensitivity Δ,
+calibrated with the tightest accountant.
 
 All noise here is floating point (there is no exact sampler of these continuous
 distributions): the releases carry Mironov's 2012 caveat.
@@ -154,11 +174,15 @@ def _minimise(
     Newton's method with Armijo backtracking; where the line search fails (a kink of a
     Huber loss) a gradient step of length 1/(smoothness) — always a descent — is taken.
     The objective is ridge-strongly convex, so the iteration converges from anywhere.
+    The computed gradient is driven to tol/2: the other half of ``tol`` covers the
+    rounding error of computing it (callers keep tol far above that error:
+    :func:`_tolerance`), so the exact gradient norm is at most ``tol``.
     """
     d = X.shape[1]
     n = float(X.shape[0]) if size is None else size
     theta = np.zeros(d)
     smooth = loss.c * float(np.einsum("ij,ij->", X, X)) / n + ridge
+    target = tol / 2
 
     def parts(th: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         value, d1, d2 = loss.derivatives(X @ th, y)
@@ -167,11 +191,9 @@ def _minimise(
         return f, g, d2
 
     f, g, d2 = parts(theta)
-    best = math.inf
     for _ in range(max_iter):
         norm = float(np.linalg.norm(g))
-        best = min(best, norm)
-        if norm <= tol:
+        if norm <= target:
             return theta, norm
         H = (X.T * (d2 / n)) @ X + ridge * np.eye(d)
         try:
@@ -195,12 +217,23 @@ def _minimise(
                 break
         theta, f, g, d2 = candidate, fc, gc, d2c
     norm = float(np.linalg.norm(g))
-    if norm <= tol:
+    if norm <= target:
         return theta, norm
     raise ConvergenceError(
-        f"the solver stopped at gradient norm {norm:.3g} > tol = {tol:g} after {max_iter} "
-        "iterations; raise `tol` or `max_iter`, or a larger `l2_regularization`."
+        f"the solver stopped at gradient norm {norm:.3g} > tol/2 = {target:g} after "
+        f"{max_iter} iterations; raise `tol` or `max_iter`, or a larger `l2_regularization`."
     )
+
+
+def _tolerance(tol: float, scale: float) -> float:
+    """The solver tolerance used: ``tol``, or 1e-12 of the gradient's public scale if more.
+
+    ``scale`` bounds the terms the gradient sums (a·R plus the expected ‖b‖/N), from
+    public quantities only: the floor keeps the stopping rule far above the rounding
+    error of the computed gradient (about 1e-16 of ``scale``), so reaching it never
+    depends on the data beyond the Newton iteration count.
+    """
+    return max(tol, 1e-12 * scale)
 
 
 # -- the privacy arithmetic ---------------------------------------------------------------
@@ -396,7 +429,10 @@ def objective_perturbation_plan(
 
 
 class _ObjectiveNoise(Mechanism):
-    """The perturbation b of objective perturbation; its event is the whole fit's guarantee.
+    """Noise drawn by a plan: objective perturbation's b, or the Gaussian Z of its shift.
+
+    For b the event is the exact minimiser's guarantee; for the Gaussian noise Z on the
+    approximate minimiser, the analytic Gaussian's (ε₃, δ₃).
 
     ``release`` adds b to ``value`` (the zero vector): ℓ₂-Laplace (‖b‖ ~ Gamma(d, scale),
     uniform direction) or Gaussian N(0, scale²·I).
@@ -562,19 +598,32 @@ class _ERM(PrivateEstimator):
 
 
 class _Objective(_ERM):
+    solver_share: Any
+
+    def _share(self) -> float:
+        share = check_probability("solver_share", self.solver_share, low_open=True, high_open=True)
+        return share
+
     def fit(self, X: Any, y: Any) -> Any:
-        """Draw b (charged first), then minimise the perturbed objective to ``tol``."""
+        """Draw b (charged first), minimise the perturbed objective, release θ̃ + Z.
+
+        The minimiser θ̃ is within r = tol/(λ + Δ) of the exact private minimiser θ̂
+        whatever the data and b; Z is noise for an L2 shift of 2r, charged with the
+        objective perturbation (the approximate-minima perturbation of Iyengar et al.
+        2019; proof in the module docstring).
+        """
         self._budget()
         variant = self._variant()
         adjacency = self._adjacency()
         ledger = self._shared_ledger()
         loss, lam, noise = self._loss(), self._regularization(), self._noise()
         tol, max_iter = self._solver()
+        share = self._share()
         epsilon, delta = self._budget()
         Xs, ys, size, radius = self._design(X, y)
         plan = objective_perturbation_plan(
-            epsilon=epsilon,
-            delta=delta,
+            epsilon=epsilon * (1 - share),
+            delta=delta * (1 - share),
             noise=noise,
             lipschitz=loss.a * radius,
             curvature=loss.c * radius * radius,
@@ -584,13 +633,47 @@ class _Objective(_ERM):
             variant=variant,
         )
         d = Xs.shape[1]
-        mechanism = _ObjectiveNoise(plan, d)
-        (b,) = self._release_all([Release("perturbation b", mechanism, np.zeros(d))], ledger)
         ridge = lam + plan.extra_regularization
-        theta, norm = _minimise(Xs, ys, loss, ridge, np.asarray(b) / size, tol, max_iter, size)
+        mean_b = plan.scale * (d if plan.noise == "laplace" else math.sqrt(d))
+        solver_tol = _tolerance(tol, loss.a * radius + mean_b / size)
+        shift = div_up(2 * solver_tol, ridge)  # ‖θ̃(D) − θ̂(D)‖ + ‖θ̃(D′) − θ̂(D′)‖
+        perturbation = _ObjectiveNoise(plan, d)
+        approximation: Any
+        rest = (epsilon - plan.epsilon) * (1 - 1e-9)  # plan.epsilon ≤ (1 − share)·ε
+        if noise == "laplace":
+            approximation = KNorm(rest, shift, norm="l2", dimension=d)
+        else:  # charged as (ε₃, δ₃): composes with the (ε, δ) of the perturbation anywhere
+            from dpledger.calibrate import gaussian_sigma
+
+            rest_delta = (delta - plan.delta) * (1 - 1e-9)
+            sigma = gaussian_sigma(rest, rest_delta, sensitivity=shift) * (1 + _MARGIN)
+            approximation = _ObjectiveNoise(
+                PerturbationPlan(rest, rest_delta, rest, 0.0, 0.0, "gaussian", sigma), d
+            )
+
+        def minimiser(outputs: list[Any]) -> np.ndarray:
+            b = np.asarray(outputs[0], dtype=float)
+            try:
+                theta, _ = _minimise(Xs, ys, loss, ridge, b / size, solver_tol, max_iter, size)
+            except ConvergenceError as error:
+                raise ConvergenceError(
+                    f"{error} The perturbation b was already charged and drawn "
+                    f"({plan.epsilon!r} of ε); nothing more was released."
+                ) from None
+            return theta
+
+        _, released = self._release_all(
+            [
+                Release("perturbation b", perturbation, np.zeros(d)),
+                Release("approximate minimiser", approximation, minimiser),
+            ],
+            ledger,
+        )
         self.plan_ = plan
-        self.gradient_norm_ = norm
-        self._finish(theta)
+        self.solver_tol_ = solver_tol
+        self.shift_ = shift
+        self.shift_scale_ = approximation.plan.scale if noise == "gaussian" else div_up(shift, rest)
+        self._finish(np.asarray(released, dtype=float))
         return self
 
 
@@ -606,10 +689,11 @@ class _Output(_ERM):
         epsilon, delta = self._budget()
         Xs, ys, size, radius = self._design(X, y)
         d = Xs.shape[1]
+        solver_tol = _tolerance(tol, loss.a * radius)
         sensitivity = sum_up(
-            div_up(_k(adjacency) * loss.a * radius, size * lam), div_up(2 * tol, lam)
+            div_up(_k(adjacency) * loss.a * radius, size * lam), div_up(2 * solver_tol, lam)
         )
-        theta, norm = _minimise(Xs, ys, loss, lam, np.zeros(d), tol, max_iter, size)
+        theta, _ = _minimise(Xs, ys, loss, lam, np.zeros(d), solver_tol, max_iter, size)
         if noise == "laplace":
             mechanism: Any = KNorm(epsilon, sensitivity, norm="l2", dimension=d)
         else:
@@ -626,7 +710,7 @@ class _Output(_ERM):
                 mechanism = make(self._calibrate(make, ledger, initial=guess))[0]
         (noisy,) = self._release_all([Release("minimiser", mechanism, theta)], ledger)
         self.sensitivity_ = sensitivity
-        self.gradient_norm_ = norm
+        self.solver_tol_ = solver_tol
         self._finish(np.asarray(noisy, dtype=float))
         return self
 
@@ -640,8 +724,10 @@ _COMMON_ARGS = """epsilon: The ε this fit must meet.
         intercept_scaling: That column's value s (R² = x_bound² + s²).
         noise: "laplace" (ℓ₂-Laplace: pure ε-DP) or "gaussian" ((ε, δ)-DP).
         data_size: The public N (required under add/remove; the data's size otherwise).
-        tol: Gradient-norm tolerance of the solver, ‖∇J‖/N ≤ tol.
-        max_iter: Solver iterations at most.
+        tol: Gradient-norm tolerance of the solver, ‖∇J‖/N ≤ tol (floored at 1e-12 of
+            the gradient's public scale; the value used is ``solver_tol_``).
+        max_iter: Newton iterations at most (far more than needed: a failure is an
+            observable event outside the guarantee).
         variant: "calibrated" (default) or "published" (the paper's constants, charged
             at their true cost).
         ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
@@ -658,12 +744,15 @@ class ObjectivePerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, 
     """Objective perturbation for logistic regression or the Huber SVM (labels 0 and 1).
 
     Chaudhuri, Monteleoni & Sarwate 2011, Alg. 2, with c·R² and an ℓ₂-Laplace or
-    Gaussian b (see the module docstring for the theorem and its conditions: exact
-    minimiser, ‖x‖ ≤ x_bound, intercept inside the bound).
+    Gaussian b, releasing the solver's minimiser plus the noise Z of approximate minima
+    perturbation (see the module docstring for the theorem and its conditions:
+    ‖x‖ ≤ x_bound, intercept inside the bound, the solver's tolerance).
 
     Args:
         loss: "logistic" (c = 1/4) or "huber" (the Huber SVM, c = 1/(2h)).
         huber_width: h of the Huber SVM.
+        solver_share: The share of ε (and δ) for the noise Z on the approximate
+            minimiser (default 0.01); the rest is the objective perturbation's.
         {common}
 
     Example:
@@ -696,9 +785,10 @@ class ObjectivePerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, 
         intercept_scaling: float = 1.0,
         noise: str = "laplace",
         data_size: float | None = None,
-        tol: float = 1e-10,
-        max_iter: int = 200,
+        tol: float = 1e-12,
+        max_iter: int = 1000,
         variant: str = "calibrated",
+        solver_share: float = 0.01,
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
@@ -718,6 +808,8 @@ class ObjectivePerturbationRegressor(RegressorMixin, _Objective):  # type: ignor
         loss: "huber" (the only loss of the residual meeting the conditions; "squared"
             is refused: its gradient is unbounded).
         huber_threshold: κ, in the units of y.
+        solver_share: The share of ε (and δ) for the noise Z on the approximate
+            minimiser (default 0.01); the rest is the objective perturbation's.
         {common}
     """
 
@@ -737,9 +829,10 @@ class ObjectivePerturbationRegressor(RegressorMixin, _Objective):  # type: ignor
         intercept_scaling: float = 1.0,
         noise: str = "laplace",
         data_size: float | None = None,
-        tol: float = 1e-10,
-        max_iter: int = 200,
+        tol: float = 1e-12,
+        max_iter: int = 1000,
         variant: str = "calibrated",
+        solver_share: float = 0.01,
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
@@ -777,8 +870,8 @@ class OutputPerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Ou
         intercept_scaling: float = 1.0,
         noise: str = "laplace",
         data_size: float | None = None,
-        tol: float = 1e-10,
-        max_iter: int = 200,
+        tol: float = 1e-12,
+        max_iter: int = 1000,
         variant: str = "calibrated",
         safe_noise: bool = False,
         ledger: Any = None,
@@ -814,8 +907,8 @@ class OutputPerturbationRegressor(RegressorMixin, _Output):  # type: ignore[misc
         intercept_scaling: float = 1.0,
         noise: str = "laplace",
         data_size: float | None = None,
-        tol: float = 1e-10,
-        max_iter: int = 200,
+        tol: float = 1e-12,
+        max_iter: int = 1000,
         variant: str = "calibrated",
         safe_noise: bool = False,
         ledger: Any = None,
