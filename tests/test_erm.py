@@ -447,3 +447,135 @@ def test_the_huber_regressor_is_least_squares_within_its_threshold():
             epsilon=2.0, x_bound=1.0, adjacency="replace_one", huber_threshold=1.0, rng=3
         ).fit(X, y)
     np.testing.assert_allclose(model.coef_, [1.0, -2.0], atol=0.1)
+
+
+# -- the logistic joint bound -------------------------------------------------------------
+
+
+def test_the_logistic_joint_bound_is_an_upper_bound_on_its_maximum_by_mpmath():
+    from dpledger.algorithms.erm import _logistic_joint
+
+    rng = np.random.default_rng(12)
+    for _ in range(300):
+        e, area, k = 10 ** rng.uniform(-6, 1.5), 10 ** rng.uniform(-6, 5), int(rng.choice([1, 2]))
+        bound = _logistic_joint(e, area, k)
+        ee = mpmath.mpf(e) / k
+
+        def g(p, ee=ee, area=area):
+            return ee * p + mpmath.log1p(p * (1 - p) * area)
+
+        lo, hi = mpmath.mpf(0), mpmath.mpf(1)
+        for _ in range(150):  # ternary search: g is concave
+            m1, m2 = lo + (hi - lo) / 3, hi - (hi - lo) / 3
+            lo, hi = (m1, hi) if g(m1) < g(m2) else (lo, m2)
+        exact = (k - 1) * ee + max(g(lo), g(0), g(1))
+        assert bound >= exact
+        assert bound <= exact * (1 + 1e-9) + 1e-15
+        # never looser than the additive bound ε′ + log(1 + c·R²/Λ), c = 1/4
+        assert bound <= (e + math.log1p(area / 4)) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("adjacency", ["replace_one", "add_remove"])
+def test_two_dimensional_privacy_loss_is_within_the_joint_charge(adjacency):
+    # d = 2, ℓ₂-Laplace b: the output density is p_D(θ) ∝ exp(−β‖g_D(θ)‖)·det(H_D(θ) + Λ)
+    # exactly (change of variables); its log ratio over a θ grid stays within the joint
+    # charge, which is below the additive ε′ + ε_J
+    rng = np.random.default_rng(8)
+    n = 12
+    X = rng.normal(size=(n, 2)) * 0.05
+    y = rng.choice([-1.0, 1.0], n)
+    lam = 0.4
+    plan = objective_perturbation_plan(
+        epsilon=1.0,
+        lipschitz=1.0,
+        curvature=0.25,
+        size=n,
+        regularization=lam,
+        adjacency=adjacency,
+        loss="logistic",
+    )
+    additive = objective_perturbation_epsilon(
+        noise="laplace",
+        scale=plan.scale,
+        lipschitz=1.0,
+        curvature=0.25,
+        size=n,
+        regularization=lam + plan.extra_regularization,
+        adjacency=adjacency,
+    )
+    assert plan.epsilon < additive
+    ridge = n * (lam + plan.extra_regularization)
+    beta = 1.0 / plan.scale
+    axis = np.linspace(-12, 12, 401)
+    T = np.stack(np.meshgrid(axis, axis), axis=-1).reshape(-1, 2)
+
+    def log_density(rows, labels):
+        m = (T @ rows.T) * labels
+        d1 = -labels / (1 + np.exp(m))  # φ′ per row
+        g = -(d1[:, :, None] * rows[None]).sum(axis=1) - ridge * T
+        w = 1 / (4 * np.cosh(m / 2) ** 2)  # φ″
+        H = np.einsum("ti,ij,ik->tjk", w, rows, rows) + ridge * np.eye(2)
+        return -beta * np.linalg.norm(g, axis=1) + np.log(np.linalg.det(H))
+
+    worst = 0.0
+    base = log_density(X, y)
+    for angle in np.linspace(0, 2 * np.pi, 8, endpoint=False):
+        x_new = np.array([math.cos(angle), math.sin(angle)])
+        for label in (-1.0, 1.0):
+            if adjacency == "replace_one":
+                X2, y2 = X.copy(), y.copy()
+                X2[0], y2[0] = x_new, -label  # y·x enters the loss: flip the label
+                X1, y1 = X.copy(), y.copy()
+                X1[0], y1[0] = x_new, label
+                ratio = log_density(X1, y1) - log_density(X2, y2)
+            else:
+                ratio = log_density(np.vstack([X, x_new]), np.append(y, label)) - base
+            worst = max(worst, float(np.max(np.abs(ratio))))
+    assert worst <= plan.epsilon
+    # of the charge's order: the supremum (two gradients of norm R nearly opposite, both
+    # rows far on the wrong side) needs ‖θ‖ → ∞, beyond the grid
+    assert worst >= 0.45 * plan.epsilon
+
+
+def test_the_logistic_classifier_charges_by_the_joint_bound_and_the_huber_svm_does_not():
+    X, y = _data(20_000, 3)
+    kwargs = {"epsilon": 1.0, "x_bound": 1.0, "adjacency": "replace_one", "rng": 0}
+    logistic = ObjectivePerturbationClassifier(l2_regularization=1e-3, **kwargs).fit(X, y)
+    # A = R²/(Nλ) = 2/20 ≤ e = ε′/2: the Jacobian is free, all of (1 − share)·ε is noise
+    assert logistic.plan_.epsilon_noise == pytest.approx(0.99, rel=1e-9)
+    assert logistic.plan_.epsilon_noise <= logistic.plan_.epsilon <= 0.99
+    huber = ObjectivePerturbationClassifier(loss="huber", **kwargs).fit(X, y)
+    # the Huber SVM's |φ′| = 1 and φ″ = 1/(2h) meet at m = 1 − h: the terms add
+    c_r2 = 2 / (2 * 0.5)
+    jac = math.log1p(c_r2 / (20_000 * 1e-3))
+    assert huber.plan_.epsilon_jacobian == pytest.approx(jac, rel=1e-9)
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0, math.nan])
+def test_the_jacobian_share_is_checked_and_moves_the_extra_ridge(share):
+    X, y = _data(200)
+    ledger = dpl.Ledger(5.0, 0.0, adjacency="replace_one")
+    with pytest.raises(DPLedgerError, match="jacobian_share"):
+        ObjectivePerturbationClassifier(
+            epsilon=1.0, x_bound=1.0, adjacency="replace_one", jacobian_share=share, ledger=ledger
+        ).fit(X, y)
+    assert ledger.receipts == ()
+
+
+@pytest.mark.parametrize("loss", ["generic", "logistic"])
+def test_a_smaller_jacobian_share_buys_noise_budget_with_ridge(loss):
+    setting = {
+        "epsilon": 0.1,
+        "lipschitz": 1.0,
+        "curvature": 0.25,
+        "size": 10_000,
+        "regularization": 1e-5,
+        "adjacency": "replace_one",
+        "loss": loss,
+    }
+    half = objective_perturbation_plan(**setting)
+    tenth = objective_perturbation_plan(**setting, jacobian_share=0.1)
+    assert half.extra_regularization < tenth.extra_regularization
+    assert half.epsilon_noise == pytest.approx(0.05, rel=1e-9)
+    assert tenth.epsilon_noise == pytest.approx(0.09, rel=1e-9)
+    assert max(half.epsilon, tenth.epsilon) <= 0.1
