@@ -551,7 +551,7 @@ def test_the_logistic_classifier_charges_by_the_joint_bound_and_the_huber_svm_do
     assert huber.plan_.epsilon_jacobian == pytest.approx(jac, rel=1e-9)
 
 
-@pytest.mark.parametrize("share", [0.0, 1.0, math.nan])
+@pytest.mark.parametrize("share", [0.0, 1.0, math.nan, 1e-300])
 def test_the_jacobian_share_is_checked_and_moves_the_extra_ridge(share):
     X, y = _data(200)
     ledger = dpl.Ledger(5.0, 0.0, adjacency="replace_one")

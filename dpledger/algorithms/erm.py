@@ -407,6 +407,14 @@ def objective_perturbation_epsilon(
     return sum_up(hi, jac)
 
 
+def _check_ridge(ridge: float, share: float, epsilon: float) -> None:
+    if not ridge < 1e300:
+        raise InvalidArgumentError(
+            f"`jacobian_share` = {share!r} of epsilon = {epsilon!r} needs an extra ridge "
+            "beyond floating point: choose a larger share or epsilon."
+        )
+
+
 def _joint_plan(
     epsilon: float, lipschitz: float, cr2: float, n: float, lam: float, k: int, share: float
 ) -> PerturbationPlan:
@@ -433,6 +441,7 @@ def _joint_plan(
         lo, hi = lam, 2 * lam  # the smallest ridge with cost(wanted, ridge) ≤ ε
         while cost(wanted, hi) > epsilon:
             lo, hi = hi, 2 * hi
+            _check_ridge(hi, share, epsilon)
         for _ in range(200):
             mid = (lo + hi) / 2
             lo, hi = (lo, mid) if cost(wanted, mid) <= epsilon else (mid, hi)
@@ -527,7 +536,9 @@ def objective_perturbation_plan(
     extra = 0.0
     jac = _jacobian(cr2, n, lam)
     if jac > share * epsilon:
-        extra = cr2 / (n * math.expm1(share * epsilon)) * (1 + _MARGIN) - lam
+        room = math.expm1(share * epsilon)
+        extra = cr2 / (n * room) * (1 + _MARGIN) - lam if room > 0 else math.inf
+        _check_ridge(lam + extra, share, epsilon)
         jac = _jacobian(cr2, n, lam + extra)
     budget = (epsilon - jac) * (1 - 4 * _MARGIN)
     if not budget > 0:  # pragma: no cover - jac <= ε/2 (rounded) leaves half of ε
