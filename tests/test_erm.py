@@ -271,8 +271,8 @@ def _exact_gradient(X, y, loss, ridge, linear, theta, size):
 
 @pytest.mark.parametrize("ridge", [1e-5, 1e-3, 1e-1])
 def test_the_solver_meets_its_tolerance_in_exact_arithmetic(ridge):
-    # the stopping rule compares the *computed* gradient with tol/2; the exact gradient
-    # (40 digits) must be within tol — the bound ‖θ̃ − θ̂‖ ≤ tol/ridge rests on it
+    # the solver returns a certified bound on the exact gradient norm; the exact gradient
+    # (40 digits) must be within it, and it within tol — ‖θ̃ − θ̂‖ ≤ tol/ridge rests on it
     X, y = _data(400, 4, seed=5)
     ys = 2.0 * y - 1
     loss = _Loss("logistic", 1.0, 0.25)
@@ -280,9 +280,38 @@ def test_the_solver_meets_its_tolerance_in_exact_arithmetic(ridge):
     for scale in (0.0, 1.0, 100.0):
         linear = scale * rng.normal(size=4)
         tol = 1e-12 * (1.0 + float(np.linalg.norm(linear)))
-        theta, norm = _minimise(X, ys, loss, ridge, linear, tol, 1000)
-        assert norm <= tol / 2
-        assert _exact_gradient(X, ys, loss, ridge, linear, theta, 400) <= tol
+        theta, bound = _minimise(X, ys, loss, ridge, linear, tol, 1000)
+        assert _exact_gradient(X, ys, loss, ridge, linear, theta, 400) <= bound <= tol
+
+
+@pytest.mark.parametrize(("rows", "size"), [(1_000_000, 1_000_000.0), (300_000, 30_000.0)])
+def test_the_certified_bound_holds_where_a_plain_sum_misses_tol(rows, size):
+    # many identical rows (two groups): the exact gradient is a product, computed in
+    # mpmath. A plain floating-point stop at tol/2 left the exact gradient at 1.005·tol
+    # (a million rows) and 3·tol (ten times more rows than the public N); the certified
+    # solver either certifies a true bound or refuses
+    x = np.array([0.6, 0.1, 0.7])
+    X = np.tile(x, (rows, 1))
+    ys = np.ones(rows)
+    ys[: rows // 3] = -1.0
+    linear = np.array([0.0010039615758421696, -0.0006179070447076008, 0.0018220113633283233])
+    loss = _Loss("logistic", 1.0, 0.25)
+    tol = 1.42e-12
+    try:
+        theta, bound = _minimise(X, ys, loss, 1e-3, linear, tol, 1000, size)
+    except ConvergenceError as error:
+        assert "e-" not in str(error).replace(f"{tol:g}", "")  # no data-dependent number
+        return
+    with mpmath.workdps(50):
+        t = mpmath.fsum(mpmath.mpf(a) * mpmath.mpf(b) for a, b in zip(x, theta, strict=True))
+        grad = []
+        for j in range(3):
+            total = mpmath.mpf(0)
+            for count, label in ((rows // 3, -1), (rows - rows // 3, 1)):
+                total += count * mpmath.mpf(x[j]) * (-label / (1 + mpmath.exp(label * t)))
+            grad.append(total / size + mpmath.mpf(1e-3) * mpmath.mpf(theta[j]) + linear[j])
+        exact = float(mpmath.sqrt(mpmath.fsum(v * v for v in grad)))
+    assert exact <= bound <= tol
 
 
 def test_a_fit_releases_the_approximate_minimiser_plus_noise_for_its_shift():
@@ -579,3 +608,16 @@ def test_a_smaller_jacobian_share_buys_noise_budget_with_ridge(loss):
     assert half.epsilon_noise == pytest.approx(0.05, rel=1e-9)
     assert tenth.epsilon_noise == pytest.approx(0.09, rel=1e-9)
     assert max(half.epsilon, tenth.epsilon) <= 0.1
+
+
+def test_the_joint_bound_is_refused_for_a_loss_that_is_not_the_logistic_loss():
+    with pytest.raises(InvalidArgumentError, match="curvature"):
+        objective_perturbation_plan(
+            epsilon=1.0,
+            lipschitz=2.0,  # a scaled logistic loss 2·log(1 + e^{−yt}): c·R² = 0.5 ≠ 4/4
+            curvature=0.5,
+            size=100,
+            regularization=1e-2,
+            adjacency="replace_one",
+            loss="logistic",
+        )

@@ -68,15 +68,17 @@ defaults (tol = 1e-12, share 0.01) about 3e-6 at d = 10, λ = 1e-3, ε = 1, R = 
 
 The losses' conditions are on φ′: bounded by a, and **c-Lipschitz** (so φ″ ≤ c wherever
 it exists, and the Hessian bound holds in the generalised sense the area formula needs).
-The solver's stopping rule compares the computed gradient with tol/2: the other half of
-tol covers its rounding error. A solver that fails (reachable only by ``max_iter`` far
-below the Newton iterations needed, or a floating-point floor above tol) raises
-:class:`ConvergenceError` after b was charged and drawn: the failure is an observable,
-data-dependent event outside the guarantee — keep the defaults.
+The solver returns only once a *certified* bound on the exact gradient norm — the
+computed gradient plus a term-by-term bound on its rounding error, with pairwise sums
+(:func:`_certified_gradient_norm`) — is at most tol. A solver that cannot certify tol
+(``max_iter`` far below the Newton iterations needed, or rounding error above tol: rows
+far more numerous than the public N, or enormous coefficients) raises
+:class:`ConvergenceError` after b was charged and drawn, with no data-dependent number in
+its message; the failure itself is an observable event outside the guarantee.
 
 **Output perturbation** (CMS 2011, Alg. 1) releases θ* + b with θ* = argmin Σℓ + (Nλ/2)‖θ‖².
 N·λ-strong convexity bounds θ*'s sensitivity by kL/(Nλ) (CMS Cor. 8: 2/(nλ) for L = 1);
-the solver is stopped at ‖∇J‖/N ≤ tol (computed ≤ tol/2), so θ̃ is within tol/λ of θ* and
+the solver is stopped at a certified ‖∇J‖/N ≤ tol, so θ̃ is within tol/λ of θ* and
 the sensitivity charged is kL/(Nλ) + 2·tol/λ. (A solver failure refuses the fit before
 any charge; like the refusal, it is data-dependent and outside the guarantee.)
 Noise: the ℓ₂ K-norm mechanism, ‖b‖ ~ Gamma(d, Δ/ε) — the ε is in the scale (Hardt &
@@ -168,6 +170,100 @@ class _Loss:
         value = np.where(inside, r * r / 2, kappa * np.abs(r) - kappa * kappa / 2)
         return value, np.clip(r, -kappa, kappa), inside.astype(float)
 
+    def curvature_bound(self, t: np.ndarray, y: np.ndarray, radius: np.ndarray) -> np.ndarray:
+        """The supremum of φ″ over [t − radius, t + radius], per row.
+
+        How far φ′ can move with t there (a local Lipschitz constant of φ′, for the
+        rounding bound of the gradient).
+        """
+        if self.name == "logistic":  # φ″ = σ(s)σ(−s) decreases in |s|
+            s = np.maximum(np.abs(t) - radius, 0.0)
+            return np.asarray(special.expit(s) * special.expit(-s) * (1 + 1e-12))
+        if self.name == "huber_svm":  # φ″ = c on |1 − y·s| ≤ h, else 0
+            gap = np.abs(1 - y * t) - self.width
+        else:  # φ″ = 1 on |s − y| ≤ κ, else 0
+            gap = np.abs(t - y) - self.width
+        return np.where(gap <= radius, self.c, 0.0)
+
+
+_UNIT = 2.0**-53  # unit roundoff of float64
+_BLOCK = 1 << 15  # rows per block of the certified (pairwise) sum
+
+
+def _gamma(count: float) -> float:
+    """γₖ = k·u/(1 − k·u): the relative error bound of k rounded operations (Higham)."""
+    return count * _UNIT / (1 - count * _UNIT)
+
+
+def _tree_sum(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Column sums by pairwise halving, and the depth of the addition tree.
+
+    Whatever the row count, every sum is a binary tree of depth h, so its rounding error
+    is at most γ_h·Σ|terms| (Higham 2002, §4.2) — h ≈ log₂(n), where a library's
+    summation order (BLAS, numpy's blocked loops) only guarantees γ_{n−1}.
+    """
+    depth = 0
+    partial = []
+    for start in range(0, values.shape[0], _BLOCK):
+        block = values[start : start + _BLOCK]
+        levels = 0
+        while block.shape[0] > 1:
+            if block.shape[0] % 2:
+                block = np.vstack([block, np.zeros((1, block.shape[1]))])
+            block = block[0::2] + block[1::2]
+            levels += 1
+        depth = max(depth, levels)
+        partial.append(block[0])
+    stacked = np.array(partial)
+    top = 0
+    while stacked.shape[0] > 1:
+        if stacked.shape[0] % 2:
+            stacked = np.vstack([stacked, np.zeros((1, stacked.shape[1]))])
+        stacked = stacked[0::2] + stacked[1::2]
+        top += 1
+    return stacked[0], depth + top
+
+
+def _certified_gradient_norm(
+    X: np.ndarray,
+    y: np.ndarray,
+    loss: _Loss,
+    ridge: float,
+    linear: np.ndarray,
+    theta: np.ndarray,
+    n: float,
+) -> float:
+    """An upper bound on the EXACT gradient norm of the objective at ``theta``.
+
+    The gradient (1/N)Σφ′(xᵢᵀθ)xᵢ + ridge·θ + b/N is recomputed with pairwise sums and
+    its floating-point error bounded term by term (u = 2⁻⁵³, γₖ as in Higham 2002):
+    tᵢ = xᵢᵀθ is within eᵢ = γ_d·Σⱼ|xᵢⱼθⱼ| (any summation order), so φ′ — evaluated
+    to within 8u of its value — is within (sup of φ″ over tᵢ ± eᵢ)·eᵢ + 8u|φ′|; the products, the
+    pairwise sum (γ_h·Σ|terms|), the division by N, the ridge term, the rounding of b/N
+    (``linear``) and the two additions add their relative errors. The result is
+    ‖ĝ‖ + ‖error bound‖, times 1 + 1e-6 for the second-order terms.
+    """
+    d = X.shape[1]
+    t = X @ theta
+    _, d1, _ = loss.derivatives(t, y)
+    absX = np.abs(X)
+    t_error = _gamma(d + 2) * (absX @ np.abs(theta)) * (1 + 1e-12)
+    d1_error = loss.curvature_bound(t, y, t_error) * t_error + 8 * _UNIT * np.abs(d1) + 1e-300
+    sums, depth = _tree_sum(X * d1[:, None])
+    magnitude, _ = _tree_sum(absX * np.abs(d1)[:, None])
+    value_error, _ = _tree_sum(absX * d1_error[:, None])
+    sum_error = value_error + (_gamma(depth + 2) + _UNIT) * magnitude * (1 + _gamma(depth + 2))
+    data_part = sums / n
+    ridge_part = ridge * theta
+    gradient = data_part + ridge_part + linear
+    error = (
+        sum_error / n
+        + 3 * _UNIT * np.abs(data_part)
+        + 4 * _UNIT * np.abs(ridge_part)
+        + 3 * _UNIT * np.abs(linear)
+    )
+    return (float(np.linalg.norm(gradient)) + float(np.linalg.norm(error))) * (1 + 1e-6)
+
 
 def _minimise(
     X: np.ndarray,
@@ -187,9 +283,11 @@ def _minimise(
     Newton's method with Armijo backtracking; where the line search fails (a kink of a
     Huber loss) a gradient step of length 1/(smoothness) — always a descent — is taken.
     The objective is ridge-strongly convex, so the iteration converges from anywhere.
-    The computed gradient is driven to tol/2: the other half of ``tol`` covers the
-    rounding error of computing it (callers keep tol far above that error:
-    :func:`_tolerance`), so the exact gradient norm is at most ``tol``.
+    Once the computed gradient is below tol/2, :func:`_certified_gradient_norm` bounds
+    the *exact* gradient norm, floating-point error included; the solver returns only
+    when that bound is ≤ tol (the privacy arguments rest on it) and returns the bound.
+    A solver that cannot certify tol raises :class:`ConvergenceError`, whose message
+    carries no data-dependent number.
     """
     d = X.shape[1]
     n = float(X.shape[0]) if size is None else size
@@ -203,11 +301,22 @@ def _minimise(
         g = X.T @ d1 / n + ridge * th + linear
         return f, g, d2
 
+    def certified(th: np.ndarray) -> float:
+        return _certified_gradient_norm(X, y, loss, ridge, linear, th, n)
+
     f, g, d2 = parts(theta)
+    patience = max_iter
     for _ in range(max_iter):
         norm = float(np.linalg.norm(g))
+        patience -= 1
         if norm <= target:
-            return theta, norm
+            bound = certified(theta)
+            if bound <= tol:
+                return theta, bound
+            target = norm / 2  # rounding hid part of the gradient: go further,
+            patience = min(patience, 30)  # while the iteration still gains
+        if patience < 0:
+            break
         H = (X.T * (d2 / n)) @ X + ridge * np.eye(d)
         try:
             step = linalg.cho_solve(linalg.cho_factor(H), g)
@@ -229,12 +338,14 @@ def _minimise(
             if fc > f:  # no descent left: the floating-point floor
                 break
         theta, f, g, d2 = candidate, fc, gc, d2c
-    norm = float(np.linalg.norm(g))
-    if norm <= target:
-        return theta, norm
+    if float(np.linalg.norm(g)) <= tol / 2:
+        bound = certified(theta)
+        if bound <= tol:
+            return theta, bound
     raise ConvergenceError(
-        f"the solver stopped at gradient norm {norm:.3g} > tol/2 = {target:g} after "
-        f"{max_iter} iterations; raise `tol` or `max_iter`, or a larger `l2_regularization`."
+        f"the solver could not certify its gradient tolerance tol = {tol:g} within "
+        f"max_iter = {max_iter} iterations; raise `tol` (or `max_iter`), or a larger "
+        "`l2_regularization`."
     )
 
 
@@ -391,6 +502,7 @@ def objective_perturbation_epsilon(
     if noise == "laplace":
         noise_eps = div_up(k * lipschitz, scale)
         if loss == "logistic":
+            _check_logistic(lipschitz, curvature)
             return min(
                 sum_up(noise_eps, jac), _joint(noise_eps, curvature, size, regularization, k)
             )
@@ -405,6 +517,15 @@ def objective_perturbation_epsilon(
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if _gaussian_delta(mid, mu, adjacency) <= delta else (mid, hi)
     return sum_up(hi, jac)
+
+
+def _check_logistic(lipschitz: float, curvature: float) -> None:
+    """The joint bound is for φ = log(1 + e^{−yt}) itself: L = R and c·R² = R²/4."""
+    if not abs(4 * curvature - lipschitz * lipschitz) <= 1e-9 * lipschitz * lipschitz:
+        raise InvalidArgumentError(
+            "loss='logistic' is the logistic loss itself (a = 1, c = 1/4): `curvature` must "
+            f"be lipschitz²/4. Found lipschitz={lipschitz!r}, curvature={curvature!r}."
+        )
 
 
 def _check_ridge(ridge: float, share: float, epsilon: float) -> None:
@@ -532,6 +653,7 @@ def objective_perturbation_plan(
         )
         return PerturbationPlan(total, 0.0, noise_eps, total - noise_eps, extra, noise, scale)
     if noise == "laplace" and loss == "logistic":
+        _check_logistic(lipschitz, cr2)
         return _joint_plan(epsilon, lipschitz, cr2, n, lam, k, share)
     extra = 0.0
     jac = _jacobian(cr2, n, lam)
