@@ -240,3 +240,76 @@ def test_relaxed_fm_l2_sensitivities_are_the_numerical_suprema(loss, d):
     assert math.sqrt(replace) >= ours_replace * (1 - 1e-3)  # attained
     assert math.sqrt(add) <= ours_add * (1 + 1e-9)
     assert math.sqrt(add) >= ours_add * (1 - 1e-3)
+
+
+def test_the_whitened_pair_supremum_bounds_brute_force_and_is_attained():
+    from dpledger.algorithms.functional import pair_supremum
+
+    rng = np.random.default_rng(21)
+    grid = np.linspace(0.0, 1.0, 101)
+    a, b, u = np.meshgrid(grid, grid, grid, indexing="ij")
+    for _ in range(40):
+        first, second = 10 ** rng.uniform(-3, 3, size=2)
+        values = first * (a * a + b * b + 2 * a * b * u) + second * (
+            a**4 + b**4 - 2 * a * a * b * b * u * u
+        )
+        bound = pair_supremum(first, second)
+        assert values.max() <= bound
+        assert bound <= values.max() * (1 + 1e-3)  # tight: attained up to the grid
+        assert bound <= (4 * first + 2 * second) * (1 + 1e-12)  # never above composition
+
+
+@pytest.mark.parametrize("loss", ["linear", "logistic"])
+def test_whitened_sensitivity_holds_for_actual_rows(loss):
+    # two actual rows (x, y), (x′, y′) in d = 3: ‖ΔC₁‖²/a₁² + ‖upper(ΔC₂)‖²/a₂² ≤ S²
+    from dpledger.algorithms.base import upper
+
+    model = (FMLinearRegression if loss == "linear" else FMLogisticRegression)()
+    d = 3
+    true = model._sensitivities(d, "replace_one")
+    a1, a2, sensitivity = model._noise_shape(d, "replace_one", true)
+    rng = np.random.default_rng(3)
+    labels = [-1.0, 1.0] if loss == "linear" else [0.0, 1.0]
+    worst = 0.0
+    for _ in range(20_000):
+        x, x2 = rng.normal(size=(2, d))
+        x /= max(1.0, np.linalg.norm(x)) if rng.random() < 0.5 else np.linalg.norm(x)
+        x2 /= np.linalg.norm(x2)
+        y, y2 = rng.choice(labels, 2)
+        if loss == "linear":
+            d1 = -2 * y * x + 2 * y2 * x2
+            d2 = np.outer(x, x) - np.outer(x2, x2)
+        else:
+            d1 = (0.5 - y) * x - (0.5 - y2) * x2
+            d2 = (np.outer(x, x) - np.outer(x2, x2)) / 8
+        value = float(d1 @ d1) / a1**2 + float(upper(d2) @ upper(d2)) / a2**2
+        worst = max(worst, value)
+    assert worst <= sensitivity**2
+    assert worst >= 0.6 * sensitivity**2  # of the bound's order (random rows)
+
+
+def test_the_default_split_matches_the_lagrange_rule_under_add_remove():
+    # under add/remove the whitened sensitivity is the composition's, so the optimal
+    # ratio a₂/a₁ is the closed-form Lagrange split w₁ : w₂ = Δ₁ : 2Δ₂
+    from dpledger.algorithms.functional import gaussian_fm_split
+
+    for first, second in [(2.0, 1.0), (0.5, 0.125)]:
+        a1, a2, _ = gaussian_fm_split(first, second, "add_remove")
+        w1, w2 = first / (first + 2 * second), 2 * second / (first + 2 * second)
+        expected = (second / math.sqrt(w2)) / (first / math.sqrt(w1))
+        assert a2 / a1 == pytest.approx(expected, rel=1e-6)
+
+
+def test_calibrated_gaussian_fm_is_charged_one_whitened_release_with_less_noise():
+    X, theta, rng = _data(n=2000)
+    y = np.clip(X @ theta + 0.1 * rng.normal(size=len(X)), -1, 1)
+    kw = dict(epsilon=1.0, delta=1e-5, x_bound=1, y_bound=1, adjacency="replace_one", rng=0)
+    joint = FMLinearRegression(**kw).fit(X, y)
+    assert len(joint.releases_) == 1
+    assert joint.ledger_.spent[0] <= 1.0
+    # the same shapes composed per order would need μ² = (Δ₁/a₁)² + (Δ₂/a₂)² > S²
+    d = X.shape[1] + 1  # the intercept column
+    true = joint._sensitivities(d, "replace_one")
+    a1, a2, sensitivity = joint._noise_shape(d, "replace_one", true)
+    composed = math.hypot(true["c1"] / a1, true["c2"] / a2)
+    assert sensitivity < 0.95 * composed

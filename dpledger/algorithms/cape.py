@@ -16,13 +16,16 @@ Privacy (CAPE theorem, Tasnim et al. 2023, Thm 1): honest-but-curious parties, a
 S_C = ⌈S/3⌉ − 1 sites colluding with the aggregator. The adversary's view of an honest
 site is Gaussian, and the mean shift one record makes is seen through the covariance
 τ²Σ̃ of that site's e + g, the other honest sites' and the broadcast sum; its privacy
-loss is a Gaussian mechanism with μ² = c·Σⱼ(Δⱼ/τⱼ)², where
+loss is a Gaussian mechanism with μ² = c·S²/p², where S is the whitened sensitivity of
+(C₁/a₁, C₂/a₂) and τⱼ = p·aⱼ (:meth:`.functional._FunctionalMechanism._noise_shape`: the
+supremum over two rows of ‖ΔC₁‖²/a₁² + ‖ΔC₂‖²/a₂², below the per-order composition
+Σⱼ(Δⱼ/aⱼ)²), and
 
     c(S, S_C) = S/(S+1)·[1 + (S·S_H + S_C²)/(S_H·(S + S·S_C − S_C²))],   S_H = S − S_C
 
 (reconstructed from the theorem's proof and the authors' ``capeDelta.m``; c = 2S/(S+1)
 without colluders; ≈ 1.32 at S = 5). Each site's ledger is charged that Gaussian —
-``Gaussian(τⱼ/√c, Δⱼ)`` per order, exact for every ε. The paper's own (ε, δ) —
+``Gaussian(p/√c, S)``, one event for both orders, exact for every ε. The paper's own (ε, δ) —
 δ = 2σ_z/(ε − μ_z)·φ((ε − μ_z)/σ_z), μ_z = μ²/2, σ_z = √(2μ_z) — is a looser upper bound
 valid for μ_z < ε < 1; it is reported only there (``paper_delta_``), beside the exact
 guarantee. Against anyone who sees only the aggregate the release is the pooled
@@ -61,7 +64,7 @@ def max_colluders(sites: int) -> int:
 
 
 def cape_factor(sites: int, colluders: int) -> float:
-    """c(S, S_C): the per-site privacy loss is μ² = c·Σ(Δ/τ)² (module docstring)."""
+    """c(S, S_C): the per-site privacy loss is μ² = c·S²/p² (module docstring)."""
     sites = check_int_at_least("sites", sites, 2)
     colluders = check_int_at_least("colluders", colluders, 0)
     if colluders > max_colluders(sites):
@@ -170,16 +173,14 @@ class CapeFM:
             raise InvalidArgumentError("every site must have the same features.")
         d = arrays[0][0].size
         true = probe._sensitivities(d, adjacency)
-        w1, w2 = probe._split(true)
-        # one site's exact view: μ² = c·Σ(Δⱼ/τⱼ)² with τⱼ = p·Δⱼ/√wⱼ ⇒ μ = √c/p: solve μ
+        a1, a2, sensitivity = probe._noise_shape(d, adjacency, true)
+        # one site's exact view: its noise on (C₁/a₁, C₂/a₂) is p/√c per entry, so
+        # μ = √c·S/p (S the whitened sensitivity of pooled Gaussian FM): solve μ
         from dpledger.calibrate import gaussian_sigma
 
-        p = math.sqrt(factor) * gaussian_sigma(epsilon, delta)
-        tau1, tau2 = p * true["c1"] / math.sqrt(w1), p * true["c2"] / math.sqrt(w2)
-        site_events = [
-            ev.Gaussian(tau1 / math.sqrt(factor), true["c1"]),
-            ev.Gaussian(tau2 / math.sqrt(factor), true["c2"]),
-        ]
+        p = math.sqrt(factor) * gaussian_sigma(epsilon, delta, sensitivity=sensitivity)
+        tau1, tau2 = p * a1, p * a2
+        site_events = [ev.Gaussian(p / math.sqrt(factor), sensitivity)]
         ledgers = []
         for _ in range(count):
             ledger = Ledger(epsilon, delta, adjacency=adjacency)
@@ -221,12 +222,12 @@ class CapeFM:
         self.tau_ = (tau1, tau2)
         self.cape_factor_ = factor
         self.colluders_ = colluders
-        mu_site = math.sqrt(factor * ((true["c1"] / tau1) ** 2 + (true["c2"] / tau2) ** 2))
+        pooled = sensitivity / p  # the whitened μ of the pooled release (noise p on Cⱼ/aⱼ)
+        mu_site = math.sqrt(factor) * pooled
         self.site_mu_ = mu_site
         from dpledger.accountant import gdp_epsilon
 
         self.site_epsilon_ = gdp_epsilon(delta, mu_site)
-        pooled = math.sqrt((true["c1"] / tau1) ** 2 + (true["c2"] / tau2) ** 2)
         noise_scale = 1.0 if self.scheme == "cape" else math.sqrt(count)
         self.aggregate_epsilon_ = gdp_epsilon(delta, pooled / noise_scale * 1.0)
         self.aggregate_noise_variance_ = tau1**2 * (1 if self.scheme == "cape" else count)

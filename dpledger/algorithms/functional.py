@@ -49,7 +49,11 @@ true cost of what is released) or ``"calibrated"`` (solved to meet (ε, δ) exac
   releases each at (ε, δ) are not (ε, δ) jointly. Charged as the three releases they are:
   at nominal (1, 1e-5) the true cost is ε ≈ 1.61 (≈ 1.37 with C₂'s sensitivity
   corrected; SEED-NOTES 003). Calibrated: C₁ and C₂ only (C₀ does not move the
-  minimiser), one noise scale, σⱼ = p·Δⱼ/√wⱼ, jointly meeting (ε, δ).
+  minimiser), released *together*: noise p·a₁ on C₁ and p·a₂ on C₂'s upper triangle is
+  one Gaussian release of (C₁/a₁, C₂/a₂) with noise p, whose L2 sensitivity S is the
+  supremum over two rows of ‖ΔC₁‖²/a₁² + ‖ΔC₂‖²/a₂² (:func:`pair_supremum`) — below the
+  composition Σⱼ(Δⱼ/aⱼ)², since C₁'s extreme pair (x′ = ±x) leaves C₂ unchanged and
+  C₂'s (x ⟂ x′) moves C₁ by less than its maximum.
 
 True per-order sensitivities (sums, unit bounds): linear C₀ 1, C₁ 2 (add/remove) or 4
 (replace-one), C₂ 1 or √2 (Frobenius, = the upper-triangle L2 bound); logistic C₁ ½ or 1,
@@ -57,9 +61,12 @@ C₂ ⅛ or √2/8.
 
 Budget split (calibrated Gaussian FM): the noise in the minimiser is
 ≈ −½C₂⁻¹(E₁ + 2E₂w), so the expected excess loss grows with E‖E₁ + 2E₂w‖² ≈
-d(σ₁² + 4‖w‖²σ₂²). Minimising σ₁² + 4‖w‖²σ₂² subject to (Δ₁/σ₁)² + (Δ₂/σ₂)² = μ²
-(Lagrange) gives shares μⱼ² ∝ Δⱼ√aⱼ: w₁ : w₂ = Δ₁ : 2‖w‖Δ₂, with the public assumption
-‖w‖ = 1 on scaled data (``budget_split`` overrides).
+d(σ₁² + 4‖w‖²σ₂²) = d·p²(a₁² + 4‖w‖²a₂²), and p ∝ S. The ratio a₂/a₁ minimises
+(a₁² + 4a₂²)·S(a₁, a₂)² (a one-dimensional search, public quantities only, with the
+public assumption ‖w‖ = 1 on scaled data; :func:`gaussian_fm_split`). Under add/remove
+S² = (G₁/a₁)² + (G₂/a₂)² and this is the Lagrange split μⱼ² ∝ Δⱼ√(weightⱼ):
+w₁ : w₂ = Δ₁ : 2Δ₂. ``budget_split`` sets the μ² shares of the composed analysis
+instead (aⱼ = Δⱼ/√wⱼ), still released and charged jointly.
 """
 
 from __future__ import annotations
@@ -83,7 +90,13 @@ from dpledger.algorithms.linear import (
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, Laplace
 
-__all__ = ["FM_METHODS", "FMLinearRegression", "FMLogisticRegression"]
+__all__ = [
+    "FM_METHODS",
+    "FMLinearRegression",
+    "FMLogisticRegression",
+    "gaussian_fm_split",
+    "pair_supremum",
+]
 
 FM_METHODS = ("gaussian", "relaxed", "original")
 
@@ -107,6 +120,70 @@ def _from_monomials(vector: np.ndarray, d: int, with_c0: bool) -> tuple[np.ndarr
     c2[rows, cols] = values
     c2[cols, rows] = values
     return c1, c2
+
+
+def pair_supremum(first: float, second: float) -> float:
+    """The supremum of A(a² + b² + 2abu) + B(a⁴ + b⁴ − 2a²b²u²) on [0, 1]³, rounded up.
+
+    With A = G₁²/a₁², B = G₂²/a₂², this bounds the whitened squared distance
+    ‖ΔC₁‖²/a₁² + ‖ΔC₂‖²/a₂² between two rows under replace-one, for C₁ = Σg₁(y)x with
+    |g₁| ≤ G₁ and C₂ = Σg₂xxᵀ with a constant |g₂| = G₂ (‖x‖ = a, ‖x′‖ = b ≤ 1, u the
+    |cosine| between them): ‖g₁x − g₁′x′‖² ≤ G₁²(a² + b² + 2abu) and
+    ‖xxᵀ − x′x′ᵀ‖²_F = a⁴ + b⁴ − 2a²b²u² (the released upper triangle is no larger).
+    For fixed (a, b) the bound is a concave quadratic in u, maximised at
+    u* = A/(2Bab): where u* < 1 its maximum A(a² + b²) + B(a⁴ + b⁴) + A²/(2B) grows with
+    a and b, so it is largest at a = b = 1 (when 2B > A); where u* ≥ 1 it is
+    A(a + b)² + B(a² − b²)², increasing in the larger of a, b, so a = 1 and a cubic's
+    stationary points in b (with b = 0, 1) give its maximum.
+    """
+    a_, b_ = first, second
+    candidates = [4 * a_, a_ + b_]  # (1, 1, 1) and (1, 0, ·)
+    if 2 * b_ > a_:
+        candidates.append(2 * a_ + 2 * b_ + a_ * a_ / (2 * b_))
+
+    def f(b: float) -> float:
+        return a_ * (1 + b) ** 2 + b_ * (1 - b * b) ** 2
+
+    for root in np.roots([4 * b_, 0.0, 2 * a_ - 4 * b_, 2 * a_]):
+        if abs(root.imag) > 1e-9 * (1 + abs(root.real)):
+            continue
+        b = float(root.real)
+        for _ in range(3):  # Newton polish of f′(b) = 0
+            slope = 2 * a_ * (1 + b) - 4 * b_ * b * (1 - b * b)
+            curve = 2 * a_ - 4 * b_ * (1 - 3 * b * b)
+            if curve != 0:
+                b -= slope / curve
+        if 0.0 <= b <= 1.0:
+            candidates.append(f(b))
+    return max(candidates) * (1 + 1e-12)
+
+
+def gaussian_fm_split(
+    first: float, second: float, adjacency: str, weight: float = 4.0
+) -> tuple[float, float, float]:
+    """Noise shapes (a₁, a₂) and the whitened sensitivity S of calibrated Gaussian FM.
+
+    C₁ gets noise σ₁ = p·a₁ and C₂'s upper triangle σ₂ = p·a₂: one Gaussian release of
+    (C₁/a₁, C₂/a₂) with noise p and L2 sensitivity S (the supremum over neighbours, by
+    :func:`pair_supremum` under replace-one; √(G₁²/a₁² + G₂²/a₂²) under add/remove, one
+    row). The ratio a₂/a₁ minimises the expected excess loss ∝ (a₁² + weight·a₂²)·S²
+    (weight = 4‖w‖², ‖w‖ = 1 on scaled data); first = G₁, second = G₂.
+    """
+    from scipy.optimize import minimize_scalar
+
+    def squared(ratio: float) -> float:
+        a1, a2 = 1.0, ratio
+        if adjacency == ev.REPLACE_ONE:
+            return pair_supremum(first**2 / a1**2, second**2 / a2**2)
+        return (first**2 / a1**2 + second**2 / a2**2) * (1 + 1e-12)
+
+    def cost(log_ratio: float) -> float:
+        ratio = math.exp(log_ratio)
+        return math.log((1 + weight * ratio * ratio) * squared(ratio))
+
+    best = minimize_scalar(cost, bounds=(-12.0, 12.0), method="bounded", options={"xatol": 1e-9})
+    ratio = math.exp(float(best.x))
+    return 1.0, ratio, math.sqrt(squared(ratio))
 
 
 class _FunctionalMechanism(_SufficientStatisticsRegression):
@@ -206,6 +283,36 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
         total = first + second
         return first / total, second / total
 
+    def _pair_terms(self, d: int) -> tuple[float, float] | None:
+        """(G₁, G₂): sup|g₁| and the constant |g₂| of C₁ = Σg₁(y)x, C₂ = Σg₂xxᵀ.
+
+        None where g₂ depends on the label (then the orders are composed).
+        """
+        one = self._sensitivities(d, ev.ADD_REMOVE)
+        return one["c1"], one["c2"]
+
+    def _noise_shape(
+        self, d: int, adjacency: str, true: dict[str, float]
+    ) -> tuple[float, float, float]:
+        """(a₁, a₂, S): noise p·aⱼ on Cⱼ, and the L2 sensitivity S of (C₁/a₁, C₂/a₂).
+
+        S is the supremum over neighbours of the whitened difference
+        (:func:`pair_supremum`), not the composition of per-order sensitivities — the
+        C₁ and C₂ extremes need different pairs of rows. Without ``budget_split`` the
+        ratio a₂/a₁ minimises the expected excess loss (:func:`gaussian_fm_split`).
+        """
+        terms = self._pair_terms(d)
+        if self.budget_split is None and terms is not None:
+            return gaussian_fm_split(terms[0], terms[1], adjacency)
+        w1, w2 = self._split(true)
+        a1, a2 = true["c1"] / math.sqrt(w1), true["c2"] / math.sqrt(w2)
+        if terms is None:  # composed: μ² = Σ(Δⱼ/aⱼ)² = w₁ + w₂ = 1
+            return a1, a2, 1.0
+        first, second = terms[0] ** 2 / a1**2, terms[1] ** 2 / a2**2
+        if adjacency == ev.REPLACE_ONE:
+            return a1, a2, math.sqrt(pair_supremum(first, second))
+        return a1, a2, math.sqrt((first + second) * (1 + 1e-12))
+
     def _fit_fm(self, X: Any, y: Any) -> np.ndarray:
         epsilon, delta = self._budget()
         adjacency = self._adjacency()
@@ -286,25 +393,20 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
                 n2[rows, cols] = upper_noisy
                 n2[cols, rows] = upper_noisy
             else:
-                w1, w2 = self._split(true)
+                a1, a2, sensitivity = self._noise_shape(d, adjacency, true)
+                whitened = np.concatenate([c1 / a1, upper(c2) / a2])
 
                 def scaled(p: float) -> list[Any]:
-                    return [
-                        Gaussian(
-                            p * true["c1"] / math.sqrt(w1), true["c1"], dimension=d, safe=safe
-                        ),
-                        Gaussian(
-                            p * true["c2"] / math.sqrt(w2), true["c2"], dimension=entries, safe=safe
-                        ),
-                    ]
+                    return [Gaussian(p, sensitivity, dimension=whitened.size, safe=safe)]
 
-                guess = math.sqrt(2 * math.log(1.25 / delta)) / epsilon
-                first, second = scaled(self._calibrate(scaled, ledger, initial=guess))
-                outputs = self._release_all(
-                    [Release("C1", first, c1), Release("C2", second, upper(c2))], ledger
+                guess = sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+                (mechanism,) = scaled(self._calibrate(scaled, ledger, initial=guess))
+                (noisy,) = self._release_all(
+                    [Release("C1 and C2, whitened", mechanism, whitened)], ledger
                 )
-                n1 = np.asarray(outputs[0], dtype=float)
-                n2 = symmetric_from_upper(np.asarray(outputs[1], dtype=float), d)
+                values = np.asarray(noisy, dtype=float)
+                n1 = a1 * values[:d]
+                n2 = symmetric_from_upper(a2 * values[d:], d)
         self.method_ = method
         # argmin C₁ᵀw + wᵀC₂w over the projected C₂ (post-processing)
         return solve_ridge(n2, -0.5 * n1, 0.0)
@@ -336,8 +438,8 @@ class FMLinearRegression(_FunctionalMechanism):
         >>> y = np.clip(X @ [0.5, -0.2, 0.1] + 0.05 * rng.normal(size=20_000), -1, 1)
         >>> model = FMLinearRegression(epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0,
         ...                            adjacency="replace_one", rng=0).fit(X, y)
-        >>> [type(e).__name__ for e in model.releases_]  # C₁ and C₂
-        ['DiscreteGaussian', 'DiscreteGaussian']
+        >>> [type(e).__name__ for e in model.releases_]  # C₁ and C₂, whitened together
+        ['DiscreteGaussian']
     """
 
     loss = "linear"

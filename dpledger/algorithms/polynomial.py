@@ -254,8 +254,8 @@ class FMPolynomialRegression(_FunctionalMechanism):
         >>> y = np.clip(X @ [0.6, -0.3] + 0.1 * rng.standard_t(2, size=20_000), -1, 1)
         >>> model = FMPolynomialRegression(loss=huber_loss(), epsilon=2.0, delta=1e-5,
         ...                                x_bound=1.0, adjacency="replace_one", rng=0)
-        >>> len(model.fit(X, y).releases_)
-        2
+        >>> len(model.fit(X, y).releases_)  # C₁ and C₂ in one whitened release
+        1
     """
 
     loss = "polynomial"
@@ -317,6 +317,12 @@ class FMPolynomialRegression(_FunctionalMechanism):
 
     def _sensitivities(self, d: int, adjacency: str) -> dict[str, float]:
         return self._loss().sensitivities(adjacency, 1.0)  # rows are scaled to the unit ball
+
+    def _pair_terms(self, d: int) -> tuple[float, float] | None:
+        loss = self._loss()
+        if loss.g[2].has(loss.label):  # g₂ varies with the label: compose the orders
+            return None
+        return super()._pair_terms(d)
 
     def fit(self, X: Any, y: Any) -> FMPolynomialRegression:
         """Release C₁ and C₂ of the expanded loss with noise and minimise the noisy loss."""
