@@ -279,7 +279,7 @@ def noise_stds(key: str, model: Any) -> tuple[float, float, float, float]:
         s1, s2 = float(events[-2].sigma), float(events[-1].sigma)
         one, diag, cross = s1, s2, 2.0 * s2
     elif key == "gfm_cal":  # Frobenius-isotropic: off-diagonal σ₂/√2, coefficient 2·that
-        s1, s2 = float(events[0].sigma), float(events[1].sigma)
+        s1, s2 = (float(v) for v in model.noise_scales_)  # one whitened release
         one, diag, cross = s1, s2, math.sqrt(2.0) * s2
     elif key == "adassp":  # (λ_min, XᵀX Frobenius, Xᵀy); C₁ = −2Xᵀy
         s2, sy = float(events[1].sigma), float(events[2].sigma)
@@ -580,7 +580,7 @@ def capefm_variance(X: np.ndarray, y: np.ndarray, reps: int, epsilon: float) -> 
         safe_noise=False,
         rng=987654,
     ).fit(X, y)
-    sigma_pooled = float(pooled_model.releases_[0].sigma)
+    sigma_pooled = float(pooled_model.noise_scales_[0])
     print(
         f"\n== capeFM by experiment: synth_D_20_N_20000 split into S equal sites, ε = "
         f"{epsilon:g}, δ = {DELTA:g}, {ADJ}, {reps} repetitions"

@@ -53,7 +53,7 @@ true cost of what is released) or ``"calibrated"`` (solved to meet (ε, δ) exac
   one Gaussian release of (C₁/a₁, C₂/a₂) with noise p, whose L2 sensitivity S is the
   supremum over two rows of ‖ΔC₁‖²/a₁² + ‖ΔC₂‖²/a₂² (:func:`pair_supremum`) — below the
   composition Σⱼ(Δⱼ/aⱼ)², since C₁'s extreme pair (x′ = ±x) leaves C₂ unchanged and
-  C₂'s (x ⟂ x′) moves C₁ by less than its maximum.
+  C₂'s (x ⟂ x′) moves C₁ by less than its maximum. ``noise_scales_`` = (p·a₁, p·a₂).
 
 True per-order sensitivities (sums, unit bounds): linear C₀ 1, C₁ 2 (add/remove) or 4
 (replace-one), C₂ 1 or √2 (Frobenius, = the upper-triangle L2 bound); logistic C₁ ½ or 1,
@@ -405,6 +405,7 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
                     [Release("C1 and C2, whitened", mechanism, whitened)], ledger
                 )
                 values = np.asarray(noisy, dtype=float)
+                self.noise_scales_ = (mechanism.sigma * a1, mechanism.sigma * a2)
                 n1 = a1 * values[:d]
                 n2 = symmetric_from_upper(a2 * values[d:], d)
         self.method_ = method
