@@ -170,6 +170,18 @@ class _Loss:
         value = np.where(inside, r * r / 2, kappa * np.abs(r) - kappa * kappa / 2)
         return value, np.clip(r, -kappa, kappa), inside.astype(float)
 
+    def derivative_error(self, t: np.ndarray, d1: np.ndarray) -> np.ndarray:
+        """A bound on the rounding error of φ′ as :meth:`derivatives` computes it at t.
+
+        expit, clip and products: a few units in the last place of φ′ (8u|φ′|). The Huber
+        SVM's −(1 + h − m)/(2h) also carries the absolute error of 1 + h − m,
+        2u(1 + h + |m|), which near the region's edge is not small relative to φ′.
+        """
+        bound = 8 * _UNIT * np.abs(d1) + 1e-300
+        if self.name == "huber_svm":
+            bound = bound + 2.02 * _UNIT * (1 + self.width + np.abs(t)) / (2 * self.width)
+        return np.asarray(bound)
+
     def curvature_bound(self, t: np.ndarray, y: np.ndarray, radius: np.ndarray) -> np.ndarray:
         """The supremum of φ″ over [t − radius, t + radius], per row.
 
@@ -238,7 +250,8 @@ def _certified_gradient_norm(
     The gradient (1/N)Σφ′(xᵢᵀθ)xᵢ + ridge·θ + b/N is recomputed with pairwise sums and
     its floating-point error bounded term by term (u = 2⁻⁵³, γₖ as in Higham 2002):
     tᵢ = xᵢᵀθ is within eᵢ = γ_d·Σⱼ|xᵢⱼθⱼ| (any summation order), so φ′ — evaluated
-    to within 8u of its value — is within (sup of φ″ over tᵢ ± eᵢ)·eᵢ + 8u|φ′|; the products, the
+    to within :meth:`_Loss.derivative_error` — is within (sup of φ″ over tᵢ ± eᵢ)·eᵢ
+    plus that; the products, the
     pairwise sum (γ_h·Σ|terms|), the division by N, the ridge term, the rounding of b/N
     (``linear``) and the two additions add their relative errors. The result is
     ‖ĝ‖ + ‖error bound‖, times 1 + 1e-6 for the second-order terms.
@@ -248,7 +261,7 @@ def _certified_gradient_norm(
     _, d1, _ = loss.derivatives(t, y)
     absX = np.abs(X)
     t_error = _gamma(d + 2) * (absX @ np.abs(theta)) * (1 + 1e-12)
-    d1_error = loss.curvature_bound(t, y, t_error) * t_error + 8 * _UNIT * np.abs(d1) + 1e-300
+    d1_error = loss.curvature_bound(t, y, t_error) * t_error + loss.derivative_error(t, d1)
     sums, depth = _tree_sum(X * d1[:, None])
     magnitude, _ = _tree_sum(absX * np.abs(d1)[:, None])
     value_error, _ = _tree_sum(absX * d1_error[:, None])
