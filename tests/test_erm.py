@@ -258,8 +258,13 @@ def _exact_gradient(X, y, loss, ridge, linear, theta, size):
         ]
         if loss.name == "logistic":
             d1 = [-yi / (1 + mpmath.exp(yi * ti)) for yi, ti in zip(y, t, strict=True)]
-        else:
-            raise AssertionError("logistic only")
+        else:  # the Huber SVM of width h, in the margin m = y·t
+            h = mpmath.mpf(loss.width)
+            d1 = []
+            for yi, ti in zip(y, t, strict=True):
+                m = yi * ti
+                dm = 0 if m > 1 + h else (-1 if m < 1 - h else -(1 + h - m) / (2 * h))
+                d1.append(yi * dm)
         g = [
             mpmath.fsum(X[i, j] * d1[i] for i in range(len(y))) / size
             + ridge * mpmath.mpf(theta[j])
@@ -270,12 +275,12 @@ def _exact_gradient(X, y, loss, ridge, linear, theta, size):
 
 
 @pytest.mark.parametrize("ridge", [1e-5, 1e-3, 1e-1])
-def test_the_solver_meets_its_tolerance_in_exact_arithmetic(ridge):
+@pytest.mark.parametrize("loss", [_Loss("logistic", 1.0, 0.25), _Loss("huber_svm", 1.0, 2.0, 0.25)])
+def test_the_solver_meets_its_tolerance_in_exact_arithmetic(ridge, loss):
     # the solver returns a certified bound on the exact gradient norm; the exact gradient
     # (40 digits) must be within it, and it within tol — ‖θ̃ − θ̂‖ ≤ tol/ridge rests on it
     X, y = _data(400, 4, seed=5)
     ys = 2.0 * y - 1
-    loss = _Loss("logistic", 1.0, 0.25)
     rng = np.random.default_rng(6)
     for scale in (0.0, 1.0, 100.0):
         linear = scale * rng.normal(size=4)

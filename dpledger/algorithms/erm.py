@@ -170,16 +170,21 @@ class _Loss:
         value = np.where(inside, r * r / 2, kappa * np.abs(r) - kappa * kappa / 2)
         return value, np.clip(r, -kappa, kappa), inside.astype(float)
 
-    def derivative_error(self, t: np.ndarray, d1: np.ndarray) -> np.ndarray:
+    def derivative_error(self, t: np.ndarray, y: np.ndarray, d1: np.ndarray) -> np.ndarray:
         """A bound on the rounding error of φ′ as :meth:`derivatives` computes it at t.
 
         expit, clip and products: a few units in the last place of φ′ (8u|φ′|). The Huber
-        SVM's −(1 + h − m)/(2h) also carries the absolute error of 1 + h − m,
-        2u(1 + h + |m|), which near the region's edge is not small relative to φ′.
+        SVM's −(1 + h − m)/(2h), where evaluated, also carries the absolute error of
+        1 + h − m, 2u(1 + h + |m|), not small relative to φ′ near the region's edge
+        (elsewhere φ′ is an exact constant; a t on the other side of a kink is covered by
+        :meth:`curvature_bound`).
         """
         bound = 8 * _UNIT * np.abs(d1) + 1e-300
-        if self.name == "huber_svm":
-            bound = bound + 2.02 * _UNIT * (1 + self.width + np.abs(t)) / (2 * self.width)
+        if self.name == "huber_svm":  # only where the quadratic piece was evaluated
+            m = np.abs(t)  # |y·t| with y = ±1
+            inside = np.abs(1 - y * t) <= self.width
+            edge = 2.02 * _UNIT * (1 + self.width + m) / (2 * self.width)
+            bound = bound + np.where(inside, edge, 0.0)
         return np.asarray(bound)
 
     def curvature_bound(self, t: np.ndarray, y: np.ndarray, radius: np.ndarray) -> np.ndarray:
@@ -261,7 +266,7 @@ def _certified_gradient_norm(
     _, d1, _ = loss.derivatives(t, y)
     absX = np.abs(X)
     t_error = _gamma(d + 2) * (absX @ np.abs(theta)) * (1 + 1e-12)
-    d1_error = loss.curvature_bound(t, y, t_error) * t_error + loss.derivative_error(t, d1)
+    d1_error = loss.curvature_bound(t, y, t_error) * t_error + loss.derivative_error(t, y, d1)
     sums, depth = _tree_sum(X * d1[:, None])
     magnitude, _ = _tree_sum(absX * np.abs(d1)[:, None])
     value_error, _ = _tree_sum(absX * d1_error[:, None])
