@@ -119,7 +119,14 @@ MAX_LOSS = 700.0
 A release whose grid reaches beyond it is refused (:class:`NotApplicableError`); its ε is
 then far beyond any meaningful guarantee and the closed-form methods answer."""
 
-_TAIL = 1e-18  # mass left out of a single release's grid range (moved to +∞ or the bottom)
+_TAIL = 1e-18
+"""Largest P-mass left above a single release's grid range (moved to +∞ by connect-the-dots).
+
+For queries at small δ the tail is made finer (:func:`_release_tail`), so that the mass at
++∞ it creates — about the number of releases times the tail — stays far below δ: a fixed
+1e-18 put a floor of 2e-18 under δ̄ for 100 Gaussians, and ε(1e-18) came out infinite.
+Below the grid, P-mass is moved to the first grid point (valid, no floor), and there a
+float tail cannot be resolved much below 1e-17 anyway."""
 
 
 @dataclass(frozen=True)
@@ -148,22 +155,24 @@ def _check_grid(points: float, top_loss: float, what: str) -> None:
         )
 
 
-def _grid_range(pair: Pair, h: float) -> tuple[int, int]:
-    """Grid indices covering the losses of ``pair`` up to a tail mass of _TAIL.
+def _grid_range(pair: Pair, h: float, tail: float = _TAIL) -> tuple[int, int]:
+    """Grid indices covering the losses of ``pair``.
+
+    Up to a P-mass of ``tail`` above the grid and :data:`_TAIL` below it.
 
     Raises:
         NotApplicableError: The range exceeds :data:`MAX_GRID_POINTS` or :data:`MAX_LOSS`.
     """
     lo, hi = pair.support
     if math.isinf(hi):
-        # smallest t with P(L ≥ t) ≤ _TAIL (bisection on a doubling bracket)
+        # smallest t with P(L ≥ t) ≤ tail (bisection on a doubling bracket)
         t = 1.0
-        while float(pair.p_at_least(np.array([t]))[0]) > _TAIL:
+        while float(pair.p_at_least(np.array([t]))[0]) > tail:
             t *= 2
         a, b = -t if t <= 1 else t / 2, t
         for _ in range(80):
             m = (a + b) / 2
-            if float(pair.p_at_least(np.array([m]))[0]) > _TAIL:
+            if float(pair.p_at_least(np.array([m]))[0]) > tail:
                 a = m
             else:
                 b = m
@@ -304,9 +313,12 @@ def _connect_the_dots_atoms(pair: AtomsPair, j0: int, j1: int, h: float) -> _Dis
     return _Discrete(j0, masses, pair.infinite_mass)
 
 
-def connect_the_dots(pair: Pair, h: float) -> _Discrete:
-    """The dominating grid PLD of ``pair`` (Doroshenko et al. 2022), as described above."""
-    j0, j1 = _grid_range(pair, h)
+def connect_the_dots(pair: Pair, h: float, tail: float = _TAIL) -> _Discrete:
+    """The dominating grid PLD of ``pair`` (Doroshenko et al. 2022), as described above.
+
+    ``tail``: the P-mass allowed above the grid (it goes to +∞).
+    """
+    j0, j1 = _grid_range(pair, h, tail)
     shape = pair.monotone()
     if shape is not None:
         return _connect_the_dots_monotone(shape, j0, j1, h)
@@ -499,10 +511,14 @@ def _in_parallel(tasks: list[Callable[[], Any]]) -> list[Any]:
 
 
 @functools.lru_cache(maxsize=512)
-def _discretised(atom: ev.Event, h: float, kind: str) -> tuple[_Discrete, ...]:
-    build: Callable[[Pair, float], _Discrete] = connect_the_dots if kind == "upper" else optimistic
+def _discretised(atom: ev.Event, h: float, kind: str, tail: float = _TAIL) -> tuple[_Discrete, ...]:
     pairs = _pairs(atom, kind)
-    grids = tuple(_in_parallel([functools.partial(build, pair, h) for pair in pairs]))
+    tasks: list[Callable[[], _Discrete]]
+    if kind == "upper":
+        tasks = [functools.partial(connect_the_dots, pair, h, tail) for pair in pairs]
+    else:
+        tasks = [functools.partial(optimistic, pair, h) for pair in pairs]
+    grids = tuple(_in_parallel(tasks))
     for grid in grids:
         # overflow in a pair's formulas (extreme rates or losses) must not reach the
         # composition as NaN or negative mass: refuse instead of guessing
@@ -518,6 +534,7 @@ def _discretised(atom: ev.Event, h: float, kind: str) -> tuple[_Discrete, ...]:
 
 _LAMBDAS = np.logspace(-2.0, 2.3, 18)
 _TILT_BELOW = 1e-8  # δ below which compositions are also tilted (see _compose)
+_TILT_ROUNDS = 4  # most tilted compositions one ε(δ) query solves on (PLDSummary._epsilon)
 _WINDOW_TAIL = 1e-20  # default finite mass allowed outside the FFT window on either side
 
 
@@ -625,22 +642,32 @@ class _Composition:
             return 0.0
         return self.offset_mean - self.h * math.sqrt(self.steps * math.log(1 / eta) / 2)
 
-    def _delta(self, epsilon: float, kind: str) -> float:
-        # first window index with loss > ε
+    def _first_above(self, epsilon: float) -> int:
+        """The first window index with loss > ε."""
         j = max(0, math.floor(epsilon / self.h) - self.start + 1)
         while j > 0 and (self.start + j - 1) * self.h > epsilon:
             j -= 1
         while j < len(self.masses) and (self.start + j) * self.h <= epsilon:
             j += 1
+        return j
+
+    def rounding_guard(self, epsilon: float) -> float:
+        """The transform's rounding guard in δ̄(ε) (the noise floor summed above ε)."""
+        j = self._first_above(epsilon)
+        if j >= len(self.masses):
+            return 0.0
+        if self.tail_noise.size == 1:
+            return float(self.tail_noise[0]) * (len(self.masses) - j)
+        return float(self.tail_noise[j])
+
+    def _delta(self, epsilon: float, kind: str) -> float:
+        j = self._first_above(epsilon)
         if j >= len(self.masses):
             body = 0.0
             guard = 0.0
         else:
             count = len(self.masses) - j
-            if self.tail_noise.size == 1:
-                guard = float(self.tail_noise[0]) * count
-            else:
-                guard = float(self.tail_noise[j])
+            guard = self.rounding_guard(epsilon)
             first = self.start * self.h
             if self.tail_q[j] > 0:
                 body = float(self.tail_p[j] - math.exp(epsilon - first + math.log(self.tail_q[j])))
@@ -781,6 +808,19 @@ def _compose(
     )
 
 
+def _release_tail(window_tail: float, steps: int) -> float:
+    """P-mass a single release may leave above its grid, for a composition of ``steps``.
+
+    Each release's truncated upper tail goes to +∞, and the composition's mass at +∞ is
+    about ``steps`` times it: keep that below 1000 × ``window_tail`` (``window_tail`` is
+    1e-9 of the δ of interest, so at most 1e-6 of δ; finer tails than needed widen the
+    window, and with it the rounding guard, for nothing). At most :data:`_TAIL`, a power
+    of ten (shared caches).
+    """
+    level = max(1e3 * window_tail / max(steps, 1), 1e-300)
+    return min(_TAIL, 10.0 ** math.floor(math.log10(level) + 1e-9))
+
+
 def _window_tail_for(delta: float) -> float:
     """Finite mass allowed outside the FFT window (added to δ̄ in full) for answers near δ.
 
@@ -825,34 +865,68 @@ class PLDSummary(Summary):
         steps = sum(k for _, k in self.releases)
         return min(self.grid, max(self.grid / 64, 1e-3 / math.sqrt(max(steps, 1))))
 
-    def _parts(self, kind: str) -> list[list[tuple[_Discrete, int]]]:
-        """The grid PLDs to compose, one list per direction."""
+    def _parts(
+        self, kind: str, window_tail: float = _WINDOW_TAIL
+    ) -> list[list[tuple[_Discrete, int]]]:
+        """The grid PLDs to compose, one list per direction.
+
+        Upper bounds discretise each release with the tail :func:`_release_tail` allows
+        for ``window_tail`` (the mass they move to +∞ then stays below it).
+        """
         if sum(k for _, k in self.releases) > 2**53:
             raise NotApplicableError(
                 "method 'pld' composes at most 2**53 releases (the counts enter float "
                 "arithmetic); use method='auto', 'gdp', 'rdp' or 'zcdp'."
             )
         h = self._grid_for(kind)
+        steps = sum(k for _, k in self.releases)
+        tail = _release_tail(window_tail, steps) if kind == "upper" else _TAIL
         # a canonical order, so that equal compositions give bit-identical answers
         releases = sorted(self.releases, key=lambda item: (repr(item[0]), item[1]))
         two_sided = [(e, k) for e, k in releases if len(_pairs(e, kind)) == 2]
         one_sided = [(e, k) for e, k in releases if len(_pairs(e, kind)) == 1]
-        shared = [(_discretised(e, h, kind)[0], k) for e, k in one_sided]
+        shared = [(_discretised(e, h, kind, tail)[0], k) for e, k in one_sided]
         return [
-            shared + [(_discretised(e, h, kind)[side], k) for e, k in two_sided]
+            shared + [(_discretised(e, h, kind, tail)[side], k) for e, k in two_sided]
             for side in ((0, 1) if two_sided else (0,))
         ]
 
+    def _tilts(self, kind: str, window_tail: float, near: float) -> list[float]:
+        """The saddle-point tilt of each direction for ε near ``near`` (2 digits of λ)."""
+        # two significant digits of λ, so that nearby queries share one composition
+        return [
+            float(f"{_saddle_tilt(parts, self._grid_for(kind), near):.2g}")
+            for parts in self._parts(kind, window_tail)
+        ]
+
+    def _chernoff_epsilon(self, kind: str, window_tail: float, delta: float) -> float:
+        """The ε at which the Chernoff bound on P(L ≥ ε) reaches δ, over the directions.
+
+        min over λ > 0 of (K(λ) − log δ)/λ, K the composed log-MGF of the finite part: a
+        first guess of ε(δ) (above the answer; the hockey-stick δ(ε) ≤ P(L > ε)), used
+        only to choose a tilt.
+        """
+        h = self._grid_for(kind)
+        grid = np.logspace(-2.0, 3.0, 61)
+        values = []
+        for parts in self._parts(kind, window_tail):
+            log_mgf = sum(k * _log_mgfs(d, h, grid) for d, k in parts)
+            values.append(float(np.min((log_mgf - math.log(delta)) / grid)))
+        return max(values)
+
     def _directions(
-        self, kind: str, window_tail: float = _WINDOW_TAIL, near: float | None = None
+        self,
+        kind: str,
+        window_tail: float = _WINDOW_TAIL,
+        near: float | None = None,
+        tilts: list[float] | None = None,
     ) -> list[_Composition]:
-        """Composed PLDs, one per direction; tilted for accuracy near ε = ``near``."""
-        tilts: list[float] = []
-        if near is not None:
-            # two significant digits of λ, so that nearby queries share one composition
-            for parts in self._parts(kind):
-                tilt = _saddle_tilt(parts, self._grid_for(kind), near)
-                tilts.append(float(f"{tilt:.2g}"))
+        """Composed PLDs, one per direction; tilted for accuracy near ε = ``near``.
+
+        ``tilts`` (one per direction, from :meth:`_tilts`) may be given instead of ``near``.
+        """
+        if tilts is None:
+            tilts = [] if near is None else self._tilts(kind, window_tail, near)
         key = f"directions-{kind}-{window_tail!r}-{tilts!r}"
         if key not in self._cache:
             self._cache[key] = _in_parallel(
@@ -865,7 +939,7 @@ class PLDSummary(Summary):
                         tilts[i] if tilts else 0.0,
                         kind == "lower",
                     )
-                    for i, parts in enumerate(self._parts(kind))
+                    for i, parts in enumerate(self._parts(kind, window_tail))
                 ]
             )
         result: list[_Composition] = self._cache[key]
@@ -919,15 +993,42 @@ class PLDSummary(Summary):
         return self._upper_delta(epsilon, target)
 
     def _epsilon(self, delta: float, kind: str) -> float:
-        """Upper bound on ε(δ) (``kind="upper"``)."""
+        """Upper bound on ε(δ) (``kind="upper"``).
+
+        Below δ = :data:`_TILT_BELOW` the untilted composition is too coarse (its rounding
+        guard, ~1e-19 per grid point summed over the window, is ~1e-14): the answer is
+        re-solved on compositions tilted towards ε. The tilt is the saddle point of a
+        *guess* of ε, and a poor guess gives a poor answer (issue 15: tilting towards
+        the untilted answer — itself far off — gave ε(1e-15) = 18.44 for a composition
+        whose exact ε is 17.48). So the first guess is the Chernoff ε (above the answer,
+        but close), and the tilt then follows the answer until it no longer changes.
+        Every solve is a valid upper bound; the smallest is returned.
+        """
         # mass outside the window changes δ by at most this: 1e-9 of the target is enough
         tail = _window_tail_for(delta)
-        result = self._solve_epsilon(self._directions(kind, tail), delta, kind)
-        if kind == "upper" and delta < _TILT_BELOW and 0.0 < result < math.inf:
-            # far in the tail: re-solve on compositions tilted towards the first answer
-            # (both answers are valid upper bounds; the tilted one is more accurate)
-            tilted = self._directions(kind, tail, near=result)
-            result = min(result, self._solve_epsilon(tilted, delta, kind))
+        plain = self._directions(kind, tail)
+        result = self._solve_epsilon(plain, delta, kind)
+        if kind != "upper" or not 0.0 < result < math.inf:
+            return result
+        # tilt where the rounding guard is more than 1e-8 of δ (it moves ε by about that
+        # relative amount times |dε/d log δ|), and always below _TILT_BELOW
+        guard = max(c.rounding_guard(result) for c in plain)
+        if delta >= _TILT_BELOW and guard <= 1e-8 * delta:
+            return result
+        near = self._chernoff_epsilon(kind, tail, delta)
+        if 0.0 < result < near:
+            near = result
+        seen: list[list[float]] = []
+        for _ in range(_TILT_ROUNDS):
+            if not (0.0 < near < math.inf):
+                break
+            tilts = self._tilts(kind, tail, near)
+            if tilts in seen:
+                break  # the tilt has settled
+            seen.append(tilts)
+            value = self._solve_epsilon(self._directions(kind, tail, tilts=tilts), delta, kind)
+            result = min(result, value)
+            near = value
         return result
 
     def lower_epsilon(self, delta: float) -> float | None:
