@@ -655,6 +655,10 @@ def _walk(
         visited.append((nxt, nxt_value))
         if not nxt_value < value:
             return visited
+        # negligible progress, or a value whose exponential (a δ) is already 0: further
+        # orders cannot change the reported bound (every order is valid; this is effort)
+        if nxt_value > value - 1e-12 * (1.0 + abs(value)) or nxt_value < -1000.0:
+            return visited
         alpha, value = nxt, nxt_value
 
 
