@@ -533,7 +533,8 @@ def _discretised(atom: ev.Event, h: float, kind: str, tail: float = _TAIL) -> tu
 
 
 _LAMBDAS = np.logspace(-2.0, 2.3, 18)
-_TILT_BELOW = 1e-8  # δ below which compositions are also tilted (see _compose)
+_TILT_BELOW = 1e-7  # δ below which compositions are also tilted (see _compose)
+_GUARD_TILT = 1e-4  # above _TILT_BELOW, tilt where the rounding guard exceeds this of δ
 _TILT_ROUNDS = 4  # most tilted compositions one ε(δ) query solves on (PLDSummary._epsilon)
 _WINDOW_TAIL = 1e-20  # default finite mass allowed outside the FFT window on either side
 
@@ -808,6 +809,16 @@ def _compose(
     )
 
 
+def _guard_matters(directions: list[_Composition], epsilon: float, delta: float) -> bool:
+    """Whether the rounding guard in δ̄(ε) exceeds :data:`_GUARD_TILT` of δ.
+
+    Then a tilted composition is worth its cost: the guard moves ε by about that relative
+    amount times |dε/d log δ| (a few 1e-7 of ε at 1e-6). ``epsilon`` and ``delta`` queries
+    use the same rule, so that they answer from the same compositions.
+    """
+    return max(c.rounding_guard(epsilon) for c in directions) > _GUARD_TILT * delta
+
+
 def _release_tail(window_tail: float, steps: int) -> float:
     """P-mass a single release may leave above its grid, for a composition of ``steps``.
 
@@ -948,8 +959,9 @@ class PLDSummary(Summary):
     def _upper_delta(self, epsilon: float, target: float) -> float:
         """δ̄(ε) with a window for δ near ``target``, tilted when δ is small."""
         tail = _window_tail_for(target)
-        value = max(c.delta(epsilon, "upper") for c in self._directions("upper", tail))
-        if min(value, target) < _TILT_BELOW:
+        directions = self._directions("upper", tail)
+        value = max(c.delta(epsilon, "upper") for c in directions)
+        if min(value, target) < _TILT_BELOW or _guard_matters(directions, epsilon, value):
             tilted = self._directions("upper", tail, near=epsilon)
             value = min(value, max(c.delta(epsilon, "upper") for c in tilted))
         return value
@@ -969,10 +981,22 @@ class PLDSummary(Summary):
         """Upper bound on δ(ε)."""
         if not self.releases:
             return 0.0
-        value = max(c.delta(epsilon, "upper") for c in self._directions("upper", 1e-16))
-        if _window_tail_for(value) < 1e-16 or value < _TILT_BELOW:
-            # a small δ: recompute with a window sized (and a tilt chosen) for it
-            value = min(value, self._upper_delta(epsilon, value))
+        directions = self._directions("upper", 1e-16)
+        value = max(c.delta(epsilon, "upper") for c in directions)
+        if (
+            _window_tail_for(value) < 1e-16
+            or value < _TILT_BELOW
+            or _guard_matters(directions, epsilon, value)
+        ):
+            # a small δ: recompute with a window sized (and a tilt chosen) for it; the
+            # first value may be far above the answer (the untilted guard), so the window
+            # follows the answer until its size no longer changes
+            target = value
+            for _ in range(_TILT_ROUNDS):
+                value = min(value, self._upper_delta(epsilon, target))
+                if _window_tail_for(value) >= _window_tail_for(target):
+                    break
+                target = value
         return value
 
     def delta_curve(self, epsilons: list[float]) -> list[float]:
@@ -1010,10 +1034,8 @@ class PLDSummary(Summary):
         result = self._solve_epsilon(plain, delta, kind)
         if kind != "upper" or not 0.0 < result < math.inf:
             return result
-        # tilt where the rounding guard is more than 1e-8 of δ (it moves ε by about that
-        # relative amount times |dε/d log δ|), and always below _TILT_BELOW
-        guard = max(c.rounding_guard(result) for c in plain)
-        if delta >= _TILT_BELOW and guard <= 1e-8 * delta:
+        # tilt where the rounding guard matters, and always below _TILT_BELOW
+        if delta >= _TILT_BELOW and not _guard_matters(plain, result, delta):
             return result
         near = self._chernoff_epsilon(kind, tail, delta)
         if 0.0 < result < near:
