@@ -506,7 +506,7 @@ def test_cli_audits_several_files_with_a_summary(capsys):
     assert main(["audit", *files]) == 1  # one claim is violated
     out = capsys.readouterr().out
     summary = out[out.index("Summary:") :]
-    assert "dpsgd.toml" in summary and "5.18926 – 5.19263" in summary and "holds" in summary
+    assert "dpsgd.toml" in summary and "5.1925 – 5.19263" in summary and "holds" in summary
     assert "gaussian_fm.toml" in summary and "violated" in summary
     assert main(["audit", files[0], files[0]]) == 0
     capsys.readouterr()

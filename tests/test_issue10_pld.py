@@ -232,7 +232,7 @@ def test_low_rate_long_run_has_a_useful_lower_bound():
     low, high = pld.epsilon_bounds(event, 1e-6)
     assert low is not None
     assert low < high
-    assert high - low < 0.02  # useful: a bracket of a few percent around 0.2997
+    assert high - low < 1e-3 * high  # 0.02 wide before the grid adapted to the loss scale
     # independent check: dp_accounting's (pessimistic) PLD is an upper bound on the truth
     dpa = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
     reference = (
@@ -241,7 +241,8 @@ def test_low_rate_long_run_has_a_useful_lower_bound():
         .get_epsilon_for_delta(1e-6)
     )
     assert low <= reference
-    assert pld.epsilon_lower_bound(event, 1e-6) == pytest.approx(low, rel=1e-12)
+    # the lower end on the accountant's own grid: as tight, to the bracket's width
+    assert pld.epsilon_lower_bound(event, 1e-6) == pytest.approx(low, rel=1e-3)
 
 
 def test_failed_lower_bound_is_none_not_the_upper_bound(monkeypatch):

@@ -4,7 +4,7 @@ For a pair (P, Q) with privacy loss L = log(P/Q) evaluated under P, each class g
 
 * ``hockey(eps)`` — δ(ε) = E_P[(1 − e^{ε−L})₊] (+ the mass where Q = 0) for real ε;
 * ``p_at_least(t)`` / ``q_at_least(t)`` — P(L ≥ t) and Q(L ≥ t) (Q-probabilities of the
-  same loss function), used for the optimistic discretisation and subsampling;
+  same loss function), used for the lower-bound discretisation and subsampling;
 * ``infinite_mass`` — P-mass where Q = 0 (loss +∞).
 
 Sources: Gaussian — Balle & Wang 2018, Thm 8 (L ~ N(μ²/2, μ²) under P); Laplace —

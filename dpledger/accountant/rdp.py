@@ -44,7 +44,7 @@ import mpmath
 import numpy as np
 from scipy import optimize, special
 
-from dpledger._numerics import float_up, round_up, square_up
+from dpledger._numerics import float_up, ratio_squared_up, round_up, square_up
 from dpledger._public import namespace
 from dpledger._validation import (
     check_callable,
@@ -295,6 +295,23 @@ def rdp_poisson_gaussian(alpha: float, rate: float, noise_multiplier: float) -> 
     return _rdp_poisson_gaussian_cached(alpha, rate, z)
 
 
+def _log1p_sum_up(log_terms: np.ndarray) -> float:
+    """An upper bound on log(1 + Σ e^{tᵢ}), accurate where the sum is tiny.
+
+    The sum is taken in log space and its float error (a few ulps of the largest term,
+    plus logsumexp's) added before log1p; summing 1 with the terms instead loses the small
+    part (a relative error of 1e-9 at an excess of 1e-7, issue 10 item 20).
+    """
+    if log_terms.size == 0:
+        return 0.0
+    log_excess = float(special.logsumexp(log_terms))
+    magnitude = float(np.max(np.abs(log_terms[np.isfinite(log_terms)]), initial=0.0))
+    log_excess += 16 * 2.0**-52 * (magnitude + math.log(log_terms.size + 1) + 1.0)
+    if log_excess > 30:
+        return round_up(log_excess + math.log1p(math.exp(-log_excess)))
+    return round_up(math.log1p(math.exp(log_excess)))
+
+
 def _wbk_integer(alpha: int, gamma: float, inner: Curve, inner_eps_inf: float) -> float:
     """Wang, Balle & Kasiviswanathan 2019, Thm 9, at integer α ≥ 2 (replace-one)."""
     if alpha < 2:
@@ -312,12 +329,125 @@ def _wbk_integer(alpha: int, gamma: float, inner: Curve, inner_eps_inf: float) -
         math.log(4.0) + math.log(math.expm1(eps2)) if eps2 > 0 else -math.inf,
         eps2 + log_second_cap,
     )
-    log_terms = [0.0, 2 * log_gamma + math.log(alpha * (alpha - 1) / 2) + second]
+    log_terms = [2 * log_gamma + math.log(alpha * (alpha - 1) / 2) + second]
     for j in range(3, alpha + 1):
         log_binom = math.lgamma(alpha + 1) - math.lgamma(j + 1) - math.lgamma(alpha - j + 1)
         cap = log_cap if math.isinf(inner_eps_inf) else min(log_cap, j * log_pure)
         log_terms.append(j * log_gamma + log_binom + (j - 1) * inner(float(j)) + cap)
-    return float(special.logsumexp(log_terms)) / (alpha - 1)
+    return round_up(_log1p_sum_up(np.array(log_terms)) / (alpha - 1))
+
+
+_PV_MAX_ORDER = 256
+"""Largest j whose Pearson–Vajda moment enters the Gaussian bound (beyond: the Thm 9 term)."""
+_PV_MAX_BITS = 8192
+"""Working-precision cap for those moments; past it the remaining orders use Thm 9 terms."""
+
+
+@functools.lru_cache(maxsize=256)
+def _gaussian_pearson_vajda(mu2: float) -> tuple[float, ...]:
+    """Upper bounds on log E_Q[(P/Q − 1)^k] for k = 2, 4, … of the Gaussian pair.
+
+    P = N(μ, 1), Q = N(0, 1): E_Q[(P/Q)^i] = e^{i(i−1)μ²/2}, so the k-th Pearson–Vajda
+    moment is the forward difference Σᵢ C(k,i)(−1)^{k−i} e^{i(i−1)μ²/2} (WBK 2019, §5).
+    The sum cancels heavily (for σ = 10 and k = 30 float64 gets it wrong by e^8 — the
+    log-space signed differences of TF Privacy/dp_accounting included), so it is summed
+    in mpmath at a precision chosen from the size of its terms and from a lower bound on
+    the result (Lyapunov: m_k ≥ m_{k−2}^{k/(k−2)}, m₂ = e^{μ²} − 1), and a bound on the
+    rounding error of the sum is added. Returned entry i is for k = 2(i + 1); the tuple
+    stops early where the precision cap is reached or the moments stop beating the Thm 9
+    terms (the caller then uses Thm 9 terms, which are valid on their own).
+    """
+    out: list[float] = []
+    losing = 0  # consecutive k where the Thm 9 term 2e^{(k−1)ε(k)} is already smaller
+    prec = 0
+    e_i: list[Any] = []
+    log_m2 = math.log(math.expm1(mu2))
+    for k in range(2, _PV_MAX_ORDER + 1, 2):
+        i = np.arange(k + 1)
+        log_abs = float(  # log Σ|terms|
+            special.logsumexp(
+                special.gammaln(k + 1)
+                - special.gammaln(i + 1)
+                - special.gammaln(k - i + 1)
+                + i * (i - 1) / 2 * mu2
+            )
+        )
+        # a guess of log m_k from below (Lyapunov, m_k ≥ m_{k−2}^{k/(k−2)}), used only to
+        # choose the precision: validity comes from the error bound below, not from it
+        guess = log_m2 if k == 2 else out[-1] * k / (k - 2)
+        bits = int((log_abs - guess) / math.log(2)) + 96
+        if bits > _PV_MAX_BITS:
+            break
+        if bits > prec:
+            prec = min(_PV_MAX_BITS, max(bits, 2 * prec))
+            with mpmath.workprec(prec):
+                m = mpmath.mpf(mu2)
+                e_i = [mpmath.exp(m * (n * (n - 1) // 2)) for n in range(_PV_MAX_ORDER + 1)]
+        with mpmath.workprec(prec):
+            total = mpmath.mpf(0)
+            magnitude = mpmath.mpf(0)
+            for n in range(k + 1):
+                term = e_i[n] * math.comb(k, n)
+                magnitude += term
+                total = total + term if (k - n) % 2 == 0 else total - term
+            # each e_n within 2 ulps, each product and sum within 1 ulp of Σ|terms|
+            error = magnitude * (k + 8) * mpmath.mpf(2) ** (2 - prec)
+            if total - error <= 0:
+                break  # not resolved: the remaining orders use Thm 9 terms
+            value = mpmath.log(total + error)
+            bound = float(value)
+            if mpmath.mpf(bound) < value:
+                bound = math.nextafter(bound, math.inf)
+        out.append(bound)
+        # m_k/E_Q[(P/Q)^k] grows towards 1 with k: once 4m_k ≥ 2e^{(k−1)ε(k)} for a few
+        # k in a row the Pearson–Vajda terms no longer help (Thm 9's are used beyond)
+        losing = losing + 1 if bound + math.log(2.0) >= k * (k - 1) / 2 * mu2 else 0
+        if losing >= 4:
+            break
+    return tuple(out)
+
+
+def _wbk_gaussian_integer(alpha: int, gamma: float, mu2: float) -> float:
+    """Wang, Balle & Kasiviswanathan 2019, Thm 27, at integer α ≥ 2, for a Gaussian.
+
+    The subsampled Gaussian (without replacement, replace-one) is (α, R)-RDP with
+    R = 1/(α−1) · log(1 + γ²C(α,2) min{4(e^{ε(2)} − 1), 2e^{ε(2)}}
+    + Σ_{j=3}^{α} γ^j C(α,j) min{4 √(m_{2⌊j/2⌋} m_{2⌈j/2⌉}), 2 e^{(j−1)ε(j)}}),
+    ε(j) = jμ²/2 the Gaussian's curve and m_k = E_Q[(P/Q − 1)^k] its Pearson–Vajda
+    moments (odd ones bounded by Cauchy–Schwarz). Thm 27's hypothesis (their Def. 26):
+    one pair of neighbours attains the inner mechanism's RDP at every order and is the
+    worst pair for every Pearson–Vajda divergence too. The Gaussian mechanism satisfies
+    it: every f-divergence between N(x, σ²I) and N(x′, σ²I) depends only on ‖x − x′‖₂
+    and grows with it, so the pair at distance Δ is the worst for all of them at once.
+    No condition on σ or γ. Each term is the smaller of the Pearson–Vajda term and the
+    Thm 9 term, so the bound is never above Thm 9; beyond j = :data:`_PV_MAX_ORDER` (or
+    where the moments were not resolved) the Thm 9 term alone is used (valid).
+    """
+    if alpha < 2:
+        raise ValueError("internal error: WBK bound needs alpha >= 2")
+    log_gamma = math.log(gamma)
+    pv = _gaussian_pearson_vajda(mu2)
+    second = min(math.log(4.0) + math.log(math.expm1(mu2)), mu2 + math.log(2.0))
+    j = np.arange(3, alpha + 1, dtype=float)
+    log_binom = special.gammaln(alpha + 1) - special.gammaln(j + 1) - special.gammaln(alpha - j + 1)
+    moment = np.log(2.0) + (j - 1) * j * mu2 / 2  # Thm 9: 2e^{(j−1)ε(j)}
+    if pv and alpha >= 3:
+        pv_array = np.array(pv)
+        lo_index = (2 * np.floor(j / 2)).astype(int) // 2 - 1
+        hi_index = (2 * np.ceil(j / 2)).astype(int) // 2 - 1
+        known = hi_index < len(pv_array)
+        pearson = np.full(len(j), np.inf)
+        pearson[known] = math.log(4.0) + 0.5 * (
+            pv_array[lo_index[known]] + pv_array[hi_index[known]]
+        )
+        moment = np.minimum(moment, pearson)
+    log_terms = np.concatenate(
+        [
+            [2 * log_gamma + math.log(alpha * (alpha - 1) / 2) + second],
+            j * log_gamma + log_binom + moment,
+        ]
+    )
+    return round_up(_log1p_sum_up(log_terms) / (alpha - 1))
 
 
 def _chord(alpha: float, at_integer: Callable[[int], float]) -> float:
@@ -412,9 +542,16 @@ def _atom_curve(atom: ev.Event) -> Curve:
         if gamma == 1.0:
             return inner
 
+        multiplier = _single_gaussian_multiplier(atom.event)
+        # Σμ² of the inner Gaussians, rounded up (the multiplier is already rounded down)
+        inner_mu2 = None if multiplier is None else ratio_squared_up(1.0, multiplier)
+
         @functools.lru_cache(maxsize=4096)
         def at_integer(j: int) -> float:
-            return min(inner(float(j)), _wbk_integer(j, gamma, inner, eps_inf))
+            value = min(inner(float(j)), _wbk_integer(j, gamma, inner, eps_inf))
+            if inner_mu2 is not None:  # Gaussian inner release: WBK Thm 27 where tighter
+                value = min(value, _wbk_gaussian_integer(j, gamma, inner_mu2))
+            return value
 
         return lambda a: _chord(a, at_integer)
     raise NotApplicableError(
@@ -482,7 +619,9 @@ def _safe_eval(curve: Curve, alpha: float) -> float:
 
 # The scan only seeds the continuous search: every α > 1 gives a valid bound, and the
 # bounded Brent step refines α over the reals. Integer orders are used where possible
-# because the subsampled-Gaussian curve is a cheap finite sum there (MTZ19 §3.2).
+# because the subsampled-Gaussian curve is a cheap finite sum there (MTZ19 §3.2). The scan
+# is not a cap: where the objective still falls at either end, the search walks on
+# (α − 1 halved towards 1, α doubled upwards) until it rises — see _minimise_over_order.
 _SCAN = np.unique(
     np.concatenate(
         [
@@ -492,39 +631,79 @@ _SCAN = np.unique(
         ]
     )
 )
+_MAX_ORDER = 1e300
+"""Where the upward walk stops (α·R(α) must stay finite); never reached in practice."""
+_MIN_ORDER_GAP = 1e-300
+"""Where the downward walk towards α = 1 stops (α − 1 must stay a positive float)."""
+
+
+def _walk(
+    objective: Callable[[float], float], start: float, value: float, step: Callable[[float], float]
+) -> list[tuple[float, float]]:
+    """Orders beyond ``start`` (each ``step`` of the last) while the objective falls.
+
+    Returns the visited (order, value) pairs, ending with the first that does not fall
+    (or at the representable limit).
+    """
+    visited: list[tuple[float, float]] = []
+    alpha = start
+    while True:
+        nxt = step(alpha)
+        if not (1.0 + _MIN_ORDER_GAP < nxt < _MAX_ORDER) or nxt == alpha:
+            return visited
+        nxt_value = objective(nxt)
+        visited.append((nxt, nxt_value))
+        if not nxt_value < value:
+            return visited
+        # negligible progress, or a value whose exponential (a δ) is already 0: further
+        # orders cannot change the reported bound (every order is valid; this is effort)
+        if nxt_value > value - 1e-12 * (1.0 + abs(value)) or nxt_value < -1000.0:
+            return visited
+        alpha, value = nxt, nxt_value
 
 
 def _minimise_over_order(objective: Callable[[float], float]) -> tuple[float, float]:
     """Minimise ``objective`` over α > 1: log scan, then bounded Brent around the best.
 
     The scan stops early once the objective has risen for eight consecutive orders and
-    sits far above the best value so far (large orders are the expensive ones). Every
-    α > 1 yields a valid bound, so this affects only how hard we look, never validity.
+    sits far above the best value so far (large orders are the expensive ones). If the
+    best scanned order is at either end of the scan, the search continues past it —
+    α − 1 halved towards 1, α doubled upwards — until the objective rises, so no fixed
+    range limits the order (issue 15: a cap at 10⁵ made the zCDP conversion at ρ = 1e-12
+    looser than Bun & Steinke's simple bound). Every α > 1 yields a valid bound, so this
+    affects only how hard we look, never validity.
     """
-    collected: list[float] = []
+    points: list[tuple[float, float]] = []
     best_so_far, rises = math.inf, 0
     for a in _SCAN:
         value = objective(float(a))
-        if collected and value > collected[-1]:
+        if points and value > points[-1][1]:
             rises += 1
         else:
             rises = 0
-        collected.append(value)
+        points.append((float(a), value))
         best_so_far = min(best_so_far, value)
         if rises >= 8 and value > best_so_far + 10.0 + abs(best_so_far):
             break
-    values = np.array(collected)
+    values = [v for _, v in points]
     best = int(np.argmin(values))
-    best_alpha, best_value = float(_SCAN[best]), float(values[best])
+    if best == 0 and math.isfinite(values[0]):
+        below = _walk(objective, points[0][0], values[0], lambda a: 1.0 + (a - 1.0) / 2)
+        points = below[::-1] + points
+    elif best == len(points) - 1 and math.isfinite(values[-1]) and len(points) == len(_SCAN):
+        points = points + _walk(objective, points[-1][0], values[-1], lambda a: 2.0 * a)
+    values = [v for _, v in points]
+    best = int(np.argmin(values))
+    best_alpha, best_value = points[best]
     if not math.isfinite(best_value):
         return best_alpha, best_value
-    lo = float(_SCAN[max(best - 1, 0)]) if best > 0 else 1.0 + 1e-6
-    hi = float(_SCAN[min(best + 1, len(values) - 1)])
+    lo = points[best - 1][0] if best > 0 else 1.0 + (best_alpha - 1.0) / 2
+    hi = points[best + 1][0] if best + 1 < len(points) else 2.0 * best_alpha
     result = optimize.minimize_scalar(
-        lambda a: min(objective(a), 1e300),
+        lambda a: min(objective(a), 1e150),
         bounds=(lo, hi),
         method="bounded",
-        options={"xatol": 1e-9 * hi, "maxiter": 200},
+        options={"xatol": 1e-9 * (hi - 1.0), "maxiter": 200},
     )
     alpha = float(result.x)
     value = objective(alpha)  # re-evaluate: the reported bound is the value at this α
