@@ -313,3 +313,31 @@ def test_calibrated_gaussian_fm_is_charged_one_whitened_release_with_less_noise(
     a1, a2, sensitivity = joint._noise_shape(d, "replace_one", true)
     composed = math.hypot(true["c1"] / a1, true["c2"] / a2)
     assert sensitivity < 0.95 * composed
+
+
+@pytest.mark.parametrize(
+    ("args", "argument"),
+    [
+        ((math.nan, 1.0), "first"),
+        ((1.0, math.inf), "second"),
+        ((-1.0, 1.0), "first"),
+        ((1.0, "x"), "second"),
+    ],
+)
+def test_the_public_split_helpers_name_bad_arguments(args, argument):
+    from dpledger.algorithms.functional import gaussian_fm_split, pair_supremum
+    from dpledger.errors import DPLedgerError
+
+    with pytest.raises(DPLedgerError, match=argument):
+        pair_supremum(*args)
+    with pytest.raises(DPLedgerError, match=argument):
+        gaussian_fm_split(*args, "replace_one")
+
+
+def test_the_pair_supremum_is_homogeneous_at_extreme_scales():
+    from dpledger.algorithms.functional import gaussian_fm_split, pair_supremum
+
+    assert pair_supremum(1e300, 1e-300) == pytest.approx(4e300, rel=1e-9)
+    assert pair_supremum(1e-300, 1e-300) == pytest.approx(1e-300 * pair_supremum(1.0, 1.0))
+    with pytest.raises(dpl.errors.DPLedgerError, match="adjacency"):
+        gaussian_fm_split(1.0, 1.0, "bogus")

@@ -78,7 +78,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from dpledger._public import namespace
-from dpledger._validation import check_reals
+from dpledger._validation import check_choice, check_positive, check_reals
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms.base import Release, symmetric_from_upper, upper
@@ -136,7 +136,18 @@ def pair_supremum(first: float, second: float) -> float:
     A(a + b)² + B(a² − b²)², increasing in the larger of a, b, so a = 1 and a cubic's
     stationary points in b (with b = 0, 1) give its maximum.
     """
-    a_, b_ = first, second
+    first = check_positive("first", first)
+    second = check_positive("second", second)
+    if math.isinf(first) or math.isinf(second):
+        raise InvalidArgumentError(
+            f"`first` and `second` must be finite. Found {first!r}, {second!r}."
+        )
+    scale = max(first, second)  # the supremum is homogeneous: work on (A, B)/scale
+    return scale * _unit_pair_supremum(first / scale, second / scale)
+
+
+def _unit_pair_supremum(a_: float, b_: float) -> float:
+    """:func:`pair_supremum` for max(A, B) = 1."""
     candidates = [4 * a_, a_ + b_]  # (1, 1, 1) and (1, 0, ·)
     if 2 * b_ > a_:
         candidates.append(2 * a_ + 2 * b_ + a_ * a_ / (2 * b_))
@@ -170,6 +181,16 @@ def gaussian_fm_split(
     (weight = 4‖w‖², ‖w‖ = 1 on scaled data); first = G₁, second = G₂.
     """
     from scipy.optimize import minimize_scalar
+
+    first = check_positive("first", first)
+    second = check_positive("second", second)
+    adjacency = check_choice("adjacency", adjacency, ev.ADJACENCIES)
+    weight = check_positive("weight", weight)
+    if any(math.isinf(v) for v in (first, second, weight)):
+        raise InvalidArgumentError(
+            f"`first`, `second` and `weight` must be finite. Found {first!r}, {second!r}, "
+            f"{weight!r}."
+        )
 
     def squared(ratio: float) -> float:
         a1, a2 = 1.0, ratio
