@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -272,14 +273,86 @@ def test_pld_works_in_a_forked_child():
     assert status == 0 and 0 < child < parent
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known soundness defect (reported, not fixed): the untilted composition's "
-    "rounding guard sees only negative transform errors, so at δ = 1e-9 the PLD δ̄ of "
-    "32 × Gaussian(0.99999) is 4e-7 relative below the exact δ and ε 3.7e-7 too small; "
-    "min(untilted, tilted) then picks it. A first-order transform-error bound for δ̄ "
-    "fixes it but loosens lattice PLDs (discrete Gaussian) past their stated tolerance.",
-)
 def test_pld_upper_bound_for_a_gaussian_composition_at_small_delta():
-    exact = float(ref.gaussian_epsilon(1e-9, math.sqrt(32) / 0.99999))
+    """Once 4e-7 relative below the exact δ: the untilted guard saw negative errors only.
+
+    The transform's error is now bounded (``_transform_error``); the untilted curve alone
+    (``delta_curve``, never tilted) must hold too, since ε takes the smaller of the two.
+    """
+    mu = math.sqrt(32) / 0.99999
+    exact = float(ref.gaussian_epsilon(1e-9, mu))
     assert acc.epsilon(ev.Gaussian(0.99999) * 32, 1e-9, method="pld") >= exact
+    summary = acc.PLDAccountant.summarize(ev.Gaussian(0.99999) * 32)
+    exact_delta = float(ref.gaussian_delta(exact, mu))
+    assert summary.delta_curve([exact])[0] >= exact_delta
+
+
+def _exact_power(counts: list[int], exponent: int) -> list[int]:
+    """The exact ``exponent``-fold convolution of integer weights (binary powering)."""
+    result = [1]
+    base = np.array(counts, dtype=object)
+    power = np.array(result, dtype=object)
+    while exponent:
+        if exponent & 1:
+            power = np.convolve(power, base)
+        exponent >>= 1
+        if exponent:
+            base = np.convolve(base, base)
+    return list(power)
+
+
+@pytest.mark.parametrize(
+    ("parts", "bits"),
+    [
+        ([(0, [3, 5, 1000, 7, 1], 1)], 10),  # one release, no power: the normwise regime
+        ([(-2, [1, 2, 1], 64)], 2),  # concentrated, a high power
+        ([(0, [1, 1], 200)], 1),  # binomial: every frequency is raised
+        ([(-3, [5, 1, 9, 2, 7, 7], 9), (1, [1, 3], 17)], 5),  # two parts
+    ],
+)
+def test_transform_error_bound_holds_against_exact_integer_convolution(parts, bits):
+    """The computed composition is within the bounds of ``_transform_error`` (both norms).
+
+    Masses are dyadic (weights / 2^bits, exact in binary), so the exact composition is an
+    integer convolution; it is compared point by point with the FFT composition.
+    """
+    from dpledger.accountant.pld import _compose, _Discrete
+
+    discrete = []
+    exact = [1]
+    exact_start = 0
+    denominator = 1
+    for start, weights, count in parts:
+        scale = 2**bits
+        total = sum(weights)
+        # a probability vector with dyadic masses: weights/total is not dyadic, so the
+        # weights are already the masses in units of 1/scale (pad the rest onto the first)
+        assert total <= scale
+        masses = list(weights)
+        masses[0] += scale - total
+        discrete.append((_Discrete(start, np.array(masses, dtype=float) / scale, 0.0), count))
+        exact = list(
+            np.convolve(
+                np.array(exact, dtype=object), np.array(_exact_power(masses, count), dtype=object)
+            )
+        )
+        exact_start += start * count
+        denominator *= scale**count
+    composed = _compose(discrete, 1.0, window_tail=1e-300)
+    window = np.zeros(len(composed.masses), dtype=object)
+    offset = exact_start - composed.start
+    assert offset >= 0 and offset + len(exact) <= len(window)
+    window[offset : offset + len(exact)] = exact
+    errors = np.array(
+        [
+            float(Fraction(int(c), denominator) - Fraction(float(m)))
+            for c, m in zip(window, composed.masses, strict=True)
+        ]
+    )
+    assert float(np.max(np.abs(errors))) <= composed.error_max
+    assert float(np.sqrt(np.sum(errors * errors))) <= composed.error_l2
+    # the guard of δ at every ε bounds the error of the δ computed from these masses
+    for j in range(0, len(window), max(1, len(window) // 7)):
+        eps = (composed.start + j) * composed.h - 0.5
+        weights = np.maximum(0.0, -np.expm1(eps - (composed.start + np.arange(len(window)))))
+        assert abs(float(np.sum(errors * weights))) <= composed.rounding_guard(eps)

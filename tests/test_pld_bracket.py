@@ -10,6 +10,7 @@ bracket (Gopi, Lee & Wutschitz 2021), a separate implementation.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -276,3 +277,71 @@ def _exact_tail(pair, which, t):
     if which == "p":
         return mpmath.mpf(0.5) if t == e0 else 1 - mpmath.exp(-(e0 - t) / 2) / 2
     return mpmath.exp(-e0) / 2 if t == e0 else mpmath.exp(-(e0 + t) / 2) / 2
+
+
+def _printed_outwards(lower: float, upper: float, shown_lower: str, shown_upper: str) -> bool:
+    """The shown bracket contains the computed one and is its outward rounding."""
+    unit = 10.0 ** -(len(shown_lower.split(".")[1]))
+    lo, hi = float(shown_lower), float(shown_upper)
+    return lo <= lower < lo + unit and hi - unit < upper <= hi
+
+
+def test_documented_brackets_are_outward_roundings():
+    """docs/accounting.md prints these brackets; a printed lower end must not exceed the
+    certified one (nor an upper end fall below it)."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "accounting.md").read_text()
+    dpsgd = ev.PoissonSampled(ev.Gaussian(1.1), 0.01) * 10_000
+    low_rate = ev.PoissonSampled(ev.Gaussian(3.0), 0.001) * 50_000
+    laplace = ev.Laplace(1.0) * 100
+    cases = [
+        (pld.epsilon_bounds(dpsgd, 1e-5), "[5.19251, 5.19262]"),
+        (pld.epsilon_bounds(low_rate, 1e-6), "[0.29958, 0.29970]"),
+        (pld.epsilon_bounds(laplace, 1e-6, rtol=1e-6), "[71.5459979, 71.5460074]"),
+    ]
+    for (lower, upper), shown in cases:
+        assert shown in text
+        shown_lower, shown_upper = shown.strip("[]").split(", ")
+        assert lower is not None
+        assert _printed_outwards(lower, upper, shown_lower, shown_upper), (shown, lower, upper)
+    eps = acc.epsilon(low_rate, 1e-6, method="pld")
+    assert "gives 0.299693" in text and 0.299692 < eps <= 0.299693
+    eps = acc.epsilon(laplace, 1e-6, method="pld")
+    assert "ε(1e-6) ≤ 71.5460093" in text and 71.5460092 < eps <= 71.5460093
+
+
+def test_bounded_loss_compositions_coarsen_only_with_atoms_on_the_grid():
+    """100 Laplace releases: a step of 8e-4 (atoms ±1 on it), within 1e-6 relative of the
+    exact 71.5460037 and inside the certified bracket; an off-grid atom keeps the step;
+    a grid the caller sets is never coarsened."""
+    summary = acc.PLDAccountant.summarize(ev.Laplace(1.0) * 100)
+    assert summary._grid_for("upper") == pytest.approx(8e-4, rel=1e-12)
+    eps = summary.epsilon(1e-6)
+    assert abs(eps - 71.5460037) <= 1e-6 * 71.5460037
+    lower, _ = pld.epsilon_bounds(ev.Laplace(1.0) * 100, 1e-6, rtol=1e-6)
+    assert lower is not None and lower <= eps
+    # ε₀ = 1/3 lies on no power-of-two multiple of the default step
+    off_grid = acc.PLDAccountant.summarize(ev.Laplace(3.0) * 100)
+    assert off_grid._grid_for("upper") == pld.DEFAULT_GRID
+    fixed = acc.PLDAccountant.summarize(ev.Laplace(1.0) * 100, pld.DEFAULT_GRID)
+    assert fixed._grid_for("upper") == pld.DEFAULT_GRID
+    assert acc.PLDAccountant(grid=2e-4).compose(ev.Laplace(1.0), 100)._summary._grid_for(
+        "upper"
+    ) == pytest.approx(2e-4)
+    # pure DP against the exact optimal composition (Kairouz, Oh & Viswanath 2015)
+    for event, delta in [(ev.PureDP(0.123) * 200, 1e-6), (ev.PureDP(1.0) * 50, 1e-6)]:
+        exact = acc.epsilon(event, delta, method="optimal")
+        ours = acc.epsilon(event, delta, method="pld")
+        assert exact <= ours <= exact * (1 + 1e-7)
+
+
+def test_single_threaded_gives_the_same_answer():
+    event = ev.PoissonSampled(ev.Gaussian(1.0), 0.004) * 3_000
+    threaded = pld.PLDAccountant.summarize(event).epsilon(1e-5)
+    pld.set_threads(1)
+    try:
+        single = pld.PLDAccountant.summarize(event).epsilon(1e-5)
+    finally:
+        pld.set_threads(None)
+    assert single == threaded
+    with pytest.raises(InvalidArgumentError, match="threads"):
+        pld.set_threads(0)

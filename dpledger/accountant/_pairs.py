@@ -63,6 +63,9 @@ class Pair(abc.ABC):
     infinite_mass: float = 0.0
     #: (lowest, highest) finite loss value (may be ±inf)
     support: tuple[float, float] = (-math.inf, math.inf)
+    #: for a bounded loss with a smooth part and atoms at a few loss values only: those
+    #: values (a grid through them discretises the atoms exactly); None otherwise
+    atom_losses: tuple[float, ...] | None = None
 
     def monotone(self) -> MonotoneLoss | None:
         """The loss as a monotone function of a smooth output, where it is one."""
@@ -127,6 +130,7 @@ class LaplacePair(Pair):
     def __init__(self, epsilon: float) -> None:
         self.e0 = epsilon
         self.support = (-epsilon, epsilon)
+        self.atom_losses = (-epsilon, epsilon)
 
     def hockey(self, eps: np.ndarray) -> np.ndarray:
         e0 = self.e0
@@ -169,6 +173,7 @@ class RRPair(Pair):
         self.keep = 1.0 - delta
         self.infinite_mass = delta
         self.support = (-epsilon, epsilon)
+        self.atom_losses = (-epsilon, 0.0, epsilon)
 
     def _atoms(self) -> list[tuple[float, float, float]]:
         """(loss, P-mass, Q-mass) of the finite part."""
