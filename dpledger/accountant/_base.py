@@ -54,6 +54,9 @@ class Accountant(abc.ABC, Generic[S]):
 
     Subclasses set :attr:`method` (its name in ``dpledger.accountant.epsilon``),
     :attr:`handlers` (event type → summary of one such release) and :meth:`zero`.
+    Dispatch is on the exact type of a release. Accountants whose summary keeps
+    something per release instead (RDP: its Rényi curve; PLD: its pairs) map each type
+    to that, and override :meth:`summarize`.
 
     Example:
         >>> from dpledger import events as ev

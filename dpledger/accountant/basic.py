@@ -21,6 +21,7 @@ curve), so these accountants refuse them; use GDP, zCDP or RDP.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -29,6 +30,7 @@ from dpledger._numerics import float_up, mul_up, round_up, sum_up
 from dpledger._public import namespace
 from dpledger._validation import check_nonnegative, check_probability
 from dpledger.accountant import events as ev
+from dpledger.accountant._atoms import fixed_guarantee
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.errors import NotApplicableError
 
@@ -71,21 +73,29 @@ def dp_guarantee(event: ev.Event) -> tuple[float, float]:
     Raises:
         NotApplicableError: The release has no single (ε, δ) guarantee (e.g. Gaussian).
     """
-    if isinstance(
-        event,
-        (ev.PureDP, ev.BoundedRange, ev.RandomizedResponse, ev.Laplace, ev.DiscreteLaplace),
-    ):
-        return event.epsilon, 0.0  # an ε-bounded-range release is ε-DP
-    if isinstance(event, ev.ApproxDP):
-        return event.epsilon, event.delta
-    if isinstance(event, (ev.PoissonSampled, ev.SampledWithoutReplacement)):
-        epsilon, delta = _composed_guarantee(event.event)
-        return amplify_by_subsampling(epsilon, delta, event.rate)
-    raise NotApplicableError(
-        f"{type(event).__name__} releases have no single (ε, δ) guarantee (found {event!r}), "
-        "so basic, advanced and optimal composition cannot account for them. Use "
-        "method='gdp', 'zcdp', 'rdp' or 'auto'."
-    )
+    guarantee = fixed_guarantee(event)  # pure and (ε, δ) releases
+    if guarantee is not None:
+        return guarantee
+    amplified = _SAMPLED.get(type(event))
+    if amplified is None:
+        raise NotApplicableError(
+            f"{type(event).__name__} releases have no single (ε, δ) guarantee (found "
+            f"{event!r}), so basic, advanced and optimal composition cannot account for them. "
+            "Use method='gdp', 'zcdp', 'rdp' or 'auto'."
+        )
+    return amplified(event)
+
+
+def _amplified(event: Any) -> tuple[float, float]:
+    """A sampled release: its inside composed, then amplified by the sampling rate."""
+    epsilon, delta = _composed_guarantee(event.event)
+    return amplify_by_subsampling(epsilon, delta, event.rate)
+
+
+_SAMPLED: dict[type[ev.Event], Callable[[Any], tuple[float, float]]] = {
+    ev.PoissonSampled: _amplified,
+    ev.SampledWithoutReplacement: _amplified,
+}
 
 
 def _composed_guarantee(event: ev.Event) -> tuple[float, float]:

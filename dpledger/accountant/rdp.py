@@ -37,7 +37,6 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, ClassVar
 
 import mpmath
@@ -53,6 +52,7 @@ from dpledger._validation import (
     check_probability,
 )
 from dpledger.accountant import events as ev
+from dpledger.accountant._atoms import gaussian_mu_squared, pure_epsilon
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.errors import InvalidArgumentError, NotApplicableError
 
@@ -467,25 +467,21 @@ def _pure_epsilon(event: ev.Event) -> float:
     """ε such that ``event`` is ε-DP, or inf."""
     total = 0.0
     for atom, count in ev.flatten(event).items():
-        if isinstance(
-            atom,
-            (ev.PureDP, ev.BoundedRange, ev.RandomizedResponse, ev.Laplace, ev.DiscreteLaplace),
-        ) or (isinstance(atom, ev.ApproxDP) and atom.delta == 0):
-            total += count * atom.epsilon
-        else:
+        epsilon = pure_epsilon(atom)
+        if epsilon is None:
             return math.inf
+        total += count * epsilon
     return total
 
 
 def _single_gaussian_multiplier(event: ev.Event) -> float | None:
     """σ/Δ of the one Gaussian equivalent to ``event`` if it composes only Gaussians."""
-    mu2 = Fraction(0)
-    for atom, count in ev.flatten(event).items():
-        if not isinstance(atom, ev.Gaussian):
-            return None
-        mu2 += count * (Fraction(atom.sensitivity) / Fraction(atom.sigma)) ** 2
+    mu2 = gaussian_mu_squared(ev.flatten(event))
+    if mu2 is None:
+        return None
     # Σμ² exactly, rounded up once; the equivalent noise multiplier rounded down (less
-    # noise is the unsafe direction)
+    # noise is the unsafe direction): the square root, the division and the product
+    # each err by at most 2⁻⁵³ relative, and the factor takes off 2⁻⁵⁰
     return (1.0 / math.sqrt(float_up(mu2))) * (1.0 - 2.0**-50)
 
 
@@ -499,62 +495,97 @@ def rdp_curve(event: ev.Event) -> Curve:
     return RDPAccountant.summarize(event).curve
 
 
-def _atom_curve(atom: ev.Event) -> Curve:
-    if isinstance(atom, (ev.Gaussian, ev.DiscreteGaussian)):
-        mu2 = atom.mu**2
-        return lambda a: a * mu2 / 2
-    if isinstance(atom, ev.Laplace):
-        e = atom.epsilon
-        return lambda a: rdp_laplace(a, e)
-    if isinstance(atom, (ev.PureDP, ev.DiscreteLaplace)) or (
-        isinstance(atom, ev.ApproxDP) and atom.delta == 0
-    ):
-        e = atom.epsilon
-        return lambda a: rdp_pure_dp(a, e)
-    if isinstance(atom, ev.RandomizedResponse):
-        e, k = atom.epsilon, atom.categories
-        return lambda a: rdp_randomized_response(a, e, k)
-    if isinstance(atom, ev.BoundedRange):
-        # ε-DP, and ε²/8-zCDP (Cesar & Rogers 2021, Lemma 3.2): the smaller at each order
-        e = atom.epsilon
-        rho = square_up(e, 8)
-        return lambda a: min(rdp_pure_dp(a, e), round_up(a * rho))
-    if isinstance(atom, ev.ZCDP):
-        xi, rho = atom.xi, atom.rho
-        return lambda a: xi + rho * a
-    if isinstance(atom, ev.MCDP):
-        mu, tau = atom.mu, atom.tau
-        return lambda a: mu + (a - 1) * tau * tau / 2
-    if isinstance(atom, ev.PoissonSampled):
-        z = _single_gaussian_multiplier(atom.event)
-        if z is None:
-            raise NotApplicableError(
-                "method 'rdp' supports Poisson subsampling of Gaussian releases only "
-                f"(found {atom.event!r}); for other inner mechanisms use method='basic' or "
-                "'optimal' (amplification by subsampling) or method='auto'."
-            )
-        q = atom.rate
-        return lambda a: _rdp_poisson_gaussian_cached(a, q, z)
-    if isinstance(atom, ev.SampledWithoutReplacement):
-        inner = RDPAccountant.summarize(atom.event).curve
-        eps_inf = _pure_epsilon(atom.event)
-        gamma = atom.rate
-        if gamma == 1.0:
-            return inner
+def _gaussian_curve(atom: Any) -> Curve:
+    mu2 = atom.mu**2
+    return lambda a: a * mu2 / 2
 
-        multiplier = _single_gaussian_multiplier(atom.event)
-        # Σμ² of the inner Gaussians, rounded up (the multiplier is already rounded down)
-        inner_mu2 = None if multiplier is None else ratio_squared_up(1.0, multiplier)
 
-        @functools.lru_cache(maxsize=4096)
-        def at_integer(j: int) -> float:
-            value = min(inner(float(j)), _wbk_integer(j, gamma, inner, eps_inf))
-            if inner_mu2 is not None:  # Gaussian inner release: WBK Thm 27 where tighter
-                value = min(value, _wbk_gaussian_integer(j, gamma, inner_mu2))
-            return value
+def _laplace_curve(atom: Any) -> Curve:
+    e = atom.epsilon
+    return lambda a: rdp_laplace(a, e)
 
-        return lambda a: _chord(a, at_integer)
-    raise NotApplicableError(
+
+def _pure_curve(atom: Any) -> Curve:
+    e = pure_epsilon(atom)
+    if e is None:  # an (ε, δ) release with δ > 0
+        raise _no_curve(atom)
+    return lambda a: rdp_pure_dp(a, e)
+
+
+def _randomized_response_curve(atom: Any) -> Curve:
+    e, k = atom.epsilon, atom.categories
+    return lambda a: rdp_randomized_response(a, e, k)
+
+
+def _bounded_range_curve(atom: Any) -> Curve:
+    # ε-DP, and ε²/8-zCDP (Cesar & Rogers 2021, Lemma 3.2): the smaller at each order
+    e = atom.epsilon
+    rho = square_up(e, 8)
+    return lambda a: min(rdp_pure_dp(a, e), round_up(a * rho))
+
+
+def _zcdp_curve(atom: Any) -> Curve:
+    xi, rho = atom.xi, atom.rho
+    return lambda a: xi + rho * a
+
+
+def _mcdp_curve(atom: Any) -> Curve:
+    mu, tau = atom.mu, atom.tau
+    return lambda a: mu + (a - 1) * tau * tau / 2
+
+
+def _poisson_curve(atom: Any) -> Curve:
+    z = _single_gaussian_multiplier(atom.event)
+    if z is None:
+        raise NotApplicableError(
+            "method 'rdp' supports Poisson subsampling of Gaussian releases only "
+            f"(found {atom.event!r}); for other inner mechanisms use method='basic' or "
+            "'optimal' (amplification by subsampling) or method='auto'."
+        )
+    q = atom.rate
+    return lambda a: _rdp_poisson_gaussian_cached(a, q, z)
+
+
+def _without_replacement_curve(atom: Any) -> Curve:
+    inner = RDPAccountant.summarize(atom.event).curve
+    eps_inf = _pure_epsilon(atom.event)
+    gamma = atom.rate
+    if gamma == 1.0:
+        return inner
+
+    multiplier = _single_gaussian_multiplier(atom.event)
+    # Σμ² of the inner Gaussians, rounded up (the multiplier is already rounded down)
+    inner_mu2 = None if multiplier is None else ratio_squared_up(1.0, multiplier)
+
+    @functools.lru_cache(maxsize=4096)
+    def at_integer(j: int) -> float:
+        value = min(inner(float(j)), _wbk_integer(j, gamma, inner, eps_inf))
+        if inner_mu2 is not None:  # Gaussian inner release: WBK Thm 27 where tighter
+            value = min(value, _wbk_gaussian_integer(j, gamma, inner_mu2))
+        return value
+
+    return lambda a: _chord(a, at_integer)
+
+
+_CURVES: dict[type[ev.Event], Callable[[Any], Curve]] = {
+    ev.Gaussian: _gaussian_curve,
+    ev.DiscreteGaussian: _gaussian_curve,
+    ev.Laplace: _laplace_curve,
+    ev.PureDP: _pure_curve,
+    ev.DiscreteLaplace: _pure_curve,
+    ev.ApproxDP: _pure_curve,  # δ = 0 only
+    ev.RandomizedResponse: _randomized_response_curve,
+    ev.BoundedRange: _bounded_range_curve,
+    ev.ZCDP: _zcdp_curve,
+    ev.MCDP: _mcdp_curve,
+    ev.PoissonSampled: _poisson_curve,
+    ev.SampledWithoutReplacement: _without_replacement_curve,
+}
+"""The Rényi curve of one release, by its type (:attr:`RDPAccountant.handlers`)."""
+
+
+def _no_curve(atom: ev.Event) -> NotApplicableError:
+    return NotApplicableError(
         f"method 'rdp' cannot account for {type(atom).__name__} events (found {atom!r}); an "
         "(ε, δ) guarantee with δ > 0 has no Rényi curve. Use method='basic', 'optimal' or 'auto'."
     )
@@ -790,7 +821,8 @@ class RDPAccountant(Accountant[RDPSummary]):
     """
 
     method: ClassVar[str] = "rdp"
-    handlers: ClassVar[dict[type[ev.Event], Any]] = {}
+    #: event type → the Rényi curve of one such release (the summary keeps the curves)
+    handlers: ClassVar[dict[type[ev.Event], Any]] = _CURVES
 
     @classmethod
     def zero(cls) -> RDPSummary:
@@ -801,8 +833,17 @@ class RDPAccountant(Accountant[RDPSummary]):
     def summarize(cls, event: ev.Event) -> RDPSummary:
         """The RDP curve of ``event``, as a summary."""
         atoms = ev.flatten(event)
-        curves = tuple((_atom_curve(atom), count) for atom, count in atoms.items())
+        curves = tuple((cls._curve(atom), count) for atom, count in atoms.items())
         return RDPSummary(tuple(atoms.items()), curves)
+
+    @classmethod
+    def _curve(cls, atom: ev.Event) -> Curve:
+        """The Rényi curve of one release, from :attr:`handlers`."""
+        handler = cls.handlers.get(type(atom))
+        if handler is None:
+            raise _no_curve(atom)
+        curve: Curve = handler(atom)
+        return curve
 
 
 __dir__ = namespace(__all__)

@@ -1,0 +1,143 @@
+"""Issue 15, "Structure": handler tables instead of isinstance ladders, one helper each for
+the pure ε of a release and the Gaussian collapse, pld as a package whose mathematics does
+not touch the thread pool."""
+
+import ast
+import dataclasses
+import inspect
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from dpledger import events as ev
+from dpledger.accountant import PLDAccountant, RDPAccountant, _atoms, basic, pld, rdp
+from dpledger.accountant.pld import _composition, _discretise, _pairs_table
+from dpledger.errors import NotApplicableError
+
+ACCOUNTANT = Path(rdp.__file__).parent
+EVENT_CLASSES = {
+    obj
+    for obj in vars(ev).values()
+    if inspect.isclass(obj) and issubclass(obj, ev.Event) and obj is not ev.Event
+}
+RELEASE_CLASSES = EVENT_CLASSES - {ev.Repeated, ev.Composed}
+
+
+def _isinstance_on_events(path: Path) -> list[str]:
+    """``isinstance(x, ev.Something)`` calls (alone or in a tuple) in a module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
+            target = node.args[1]
+            names = target.elts if isinstance(target, ast.Tuple) else [target]
+            for name in names:
+                if isinstance(name, ast.Attribute) and getattr(name.value, "id", "") == "ev":
+                    found.append(f"{path.name}:{node.lineno} {name.attr}")
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ACCOUNTANT / "rdp.py",
+        ACCOUNTANT / "basic.py",
+        ACCOUNTANT / "_atoms.py",
+        *sorted((ACCOUNTANT / "pld").glob("*.py")),
+    ],
+    ids=lambda p: p.name,
+)
+def test_no_isinstance_dispatch_on_events(path):
+    assert _isinstance_on_events(path) == []
+
+
+def test_handler_tables_cover_the_releases():
+    assert set(RDPAccountant.handlers) == RELEASE_CLASSES  # every release has a curve
+    assert set(PLDAccountant.handlers) <= RELEASE_CLASSES
+    assert PLDAccountant.handlers is _pairs_table._PAIRS
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class _Unknown(ev.Event):
+    value: float = 1.0
+
+
+@pytest.mark.parametrize(
+    ("run", "message"),
+    [
+        (lambda e: RDPAccountant.summarize(e), "method 'rdp' cannot account for _Unknown events"),
+        (lambda e: PLDAccountant.summarize(e), "method 'pld' cannot account for _Unknown events"),
+        (lambda e: basic.dp_guarantee(e), "_Unknown releases have no single"),
+    ],
+    ids=["rdp", "pld", "basic"],
+)
+def test_unknown_release_types_are_refused_by_name(run, message):
+    with pytest.raises(NotApplicableError, match=message):
+        run(_Unknown())
+
+
+def test_pure_epsilon_and_fixed_guarantee():
+    assert _atoms.pure_epsilon(ev.PureDP(0.5)) == 0.5
+    assert _atoms.pure_epsilon(ev.Laplace(2.0)) == 0.5
+    assert _atoms.pure_epsilon(ev.DiscreteLaplace(4.0, 2.0)) == 0.5
+    assert _atoms.pure_epsilon(ev.RandomizedResponse(0.5, 3)) == 0.5
+    assert _atoms.pure_epsilon(ev.BoundedRange(0.5)) == 0.5
+    assert _atoms.pure_epsilon(ev.ApproxDP(0.5, 0.0)) == 0.5
+    assert _atoms.pure_epsilon(ev.ApproxDP(0.5, 1e-9)) is None
+    assert _atoms.fixed_guarantee(ev.ApproxDP(0.5, 1e-9)) == (0.5, 1e-9)
+    for other in (ev.Gaussian(1.0), ev.ZCDP(0.1), ev.PoissonSampled(ev.PureDP(1.0), 0.1)):
+        assert _atoms.pure_epsilon(other) is None
+        assert _atoms.fixed_guarantee(other) is None
+    assert rdp._pure_epsilon(ev.PureDP(0.5) * 3 + ev.Laplace(4.0)) == 1.75
+    assert basic.dp_guarantee(ev.Laplace(2.0)) == (0.5, 0.0)
+
+
+def test_gaussian_collapse_is_exact_then_directed():
+    releases = ev.flatten(ev.Gaussian(3.0) * 7 + ev.Gaussian(0.7, 0.3))
+    exact = Fraction(7, 9) + (Fraction(0.3) / Fraction(0.7)) ** 2
+    assert _atoms.gaussian_mu_squared(releases) == exact
+    upper, lower = _atoms.gaussian_mu(releases, "upper"), _atoms.gaussian_mu(releases, "lower")
+    assert Fraction(lower) ** 2 < exact < Fraction(upper) ** 2
+    assert _atoms.gaussian_mu(ev.flatten(ev.Gaussian(1.0) + ev.Laplace(1.0)), "upper") is None
+    # both accountants collapse through the helper
+    event = ev.PoissonSampled(ev.Gaussian(3.0) * 7 + ev.Gaussian(0.7, 0.3), 0.01)
+    for kind, mu in (("upper", upper), ("lower", lower)):
+        assert [p.base.mu for p in pld._pairs(event, kind)] == [mu, mu]
+    multiplier = rdp._single_gaussian_multiplier(event.event)
+    assert multiplier is not None and Fraction(multiplier) ** -2 > exact
+
+
+def test_the_mathematics_does_not_touch_the_thread_pool():
+    for module in (_composition, _discretise, _pairs_table):
+        source = inspect.getsource(module)
+        for name in ("_in_parallel", "_pool", "_THREADS", "_fft_workers", "ThreadPool"):
+            assert name not in source, (module.__name__, name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "DEFAULT_GRID",
+        "MAX_GRID_POINTS",
+        "MAX_LOSS",
+        "PLDAccountant",
+        "PLDSummary",
+        "epsilon_bounds",
+        "epsilon_lower_bound",
+        "set_threads",
+        "connect_the_dots",
+        "dominated",
+        "_discretised",
+        "_compose",
+        "_Discrete",
+        "_GUARD_TILT",
+        "_CELL_LOSS_ERROR",
+        "_grid_range",
+        "_cell_atoms",
+        "_cell_atoms_monotone",
+        "_pairs",
+        "_sqrt_directed",
+    ],
+)
+def test_pld_package_keeps_the_former_names(name):
+    assert hasattr(pld, name)
