@@ -356,14 +356,36 @@ class PLDSummary(Summary):
         result: list[_Composition] = self._cache[key]
         return result
 
+    def _refinement(
+        self,
+        kind: str,
+        window_tail: float,
+        near: float | None = None,
+        tilts: list[float] | None = None,
+    ) -> list[_Composition] | None:
+        """:meth:`_directions` for a refinement (a tilt, a finer window), or None.
+
+        A refinement only tightens an answer that is already valid; where it cannot be
+        built (its window beyond :data:`MAX_GRID_POINTS`, an overflow) the valid answer
+        stands. (A tilted lower composition of 294 Gaussians at δ = 1e-15 needed 1.7e7
+        points, and its refusal once discarded the bound the untilted one had certified.)
+        """
+        try:
+            return self._directions(kind, window_tail, near=near, tilts=tilts)
+        except NotApplicableError:
+            return None
+
     def _upper_delta(self, epsilon: float, target: float) -> float:
-        """δ̄(ε) with a window for δ near ``target``, tilted when δ is small."""
+        """δ̄(ε) with a window for δ near ``target``, tilted when δ is small (∞: none)."""
         tail = _window_tail_for(target)
-        directions = self._directions("upper", tail)
+        directions = self._refinement("upper", tail)
+        if directions is None:
+            return math.inf
         value = max(c.delta(epsilon, "upper") for c in directions)
         if min(value, target) < _TILT_BELOW or _guard_matters(directions, epsilon, value):
-            tilted = self._directions("upper", tail, near=epsilon)
-            value = min(value, max(c.delta(epsilon, "upper") for c in tilted))
+            tilted = self._refinement("upper", tail, near=epsilon)
+            if tilted is not None:
+                value = min(value, max(c.delta(epsilon, "upper") for c in tilted))
         return value
 
     def delta_bounds(self, epsilon: float) -> tuple[float, float]:
@@ -414,7 +436,8 @@ class PLDSummary(Summary):
         """Upper bound on δ(ε), computed with a window sized for δ near ``target``."""
         if not self.releases:
             return 0.0
-        return self._upper_delta(epsilon, target)
+        value = self._upper_delta(epsilon, target)
+        return value if value <= 1.0 else self.delta(epsilon)
 
     def _epsilon(self, delta: float, kind: str) -> float:
         """Upper bound on ε(δ) (``kind="upper"``).
@@ -448,7 +471,10 @@ class PLDSummary(Summary):
             if tilts in seen:
                 break  # the tilt has settled
             seen.append(tilts)
-            value = self._solve_epsilon(self._directions(kind, tail, tilts=tilts), delta, kind)
+            tilted = self._refinement(kind, tail, tilts=tilts)
+            if tilted is None:
+                break
+            value = self._solve_epsilon(tilted, delta, kind)
             result = min(result, value)
             near = value
         return result
@@ -487,7 +513,9 @@ class PLDSummary(Summary):
             if tilts in seen:
                 break
             seen.append(tilts)
-            tilted = self._directions("lower", tail, tilts=tilts)
+            tilted = self._refinement("lower", tail, tilts=tilts)
+            if tilted is None:
+                break
             value = self._solve_lower(tilted, delta, start=result)
             if value is None or not 0.0 < value < math.inf:
                 break

@@ -211,37 +211,45 @@ def _transform_error(
     gamma = _fft_error(size)
     parts = len(transforms)
     logs_a = []
-    logs_big_a = []
-    rhos = []
-    comps = []
-    for z, k, total, _ in transforms:
-        c = np.full(len(z), gamma * total)
-        c[0] = _UNIT * total
-        a = np.abs(z) + c
+    for z, _, total, _ in transforms:
+        a = np.abs(z) + gamma * total  # c = γ_F·S for j ≥ 1; j = 0 below
+        a[0] = abs(z[0]) + _UNIT * total
         with np.errstate(divide="ignore"):
-            log_a = np.log(a)
-        rho = _UNIT * (k * (2 + 2 * np.abs(log_a) + 2 * math.pi) + 4)
-        logs_a.append(log_a)
-        logs_big_a.append(k * log_a + np.log1p(rho))
-        rhos.append(rho)
-        comps.append(c)
+            logs_a.append(np.log(a))
+    # ΠA below e^-740 (most frequencies of a long composition) adds at most N·e^-740 in
+    # all: the per-frequency terms are evaluated where ΠA may exceed that only
+    log_prod = sum(k * log_a for (_, k, _, _), log_a in zip(transforms, logs_a, strict=True))
+    rows = np.flatnonzero((log_prod > -739.0) | keep)
+    floor = size * math.exp(-739.0) + 1e-300
+    logs_a = [log_a[rows] for log_a in logs_a]
+    kept = keep[rows]
+    rhos = [
+        _UNIT * (k * (2 + 2 * np.abs(log_a) + 2 * math.pi) + 4)
+        for (_, k, _, _), log_a in zip(transforms, logs_a, strict=True)
+    ]
+    logs_big_a = [
+        k * log_a + np.log1p(rho)
+        for (_, k, _, _), log_a, rho in zip(transforms, logs_a, rhos, strict=True)
+    ]
     log_all = np.sum(logs_big_a, axis=0)
     # H over the kept frequencies; a dropped one contributes ΠA in full
     with np.errstate(over="ignore"):
         big = np.exp(log_all)
-        h_term = np.where(keep, big * (np.sum(rhos, axis=0) + 3 * _UNIT * parts), big)
-    sum_err = float(np.sum(h_term))
-    l2_err = float(np.sqrt(np.sum(h_term * h_term)))
-    for (_, k, _, norm2), log_a, log_big, c in zip(
-        transforms, logs_a, logs_big_a, comps, strict=True
-    ):
+        h_term = np.where(kept, big * (np.sum(rhos, axis=0) + 3 * _UNIT * parts), big)
+    sum_err = float(np.sum(h_term)) + floor
+    l2_err = float(np.sqrt(np.sum(h_term * h_term))) + floor
+    for (_, k, total, norm2), log_a, log_big in zip(transforms, logs_a, logs_big_a, strict=True):
+        c = np.full(len(rows), gamma * total)
+        c[rows == 0] = _UNIT * total
         with np.errstate(over="ignore", invalid="ignore"):
             g = np.exp(math.log(k) + (k - 1) * log_a + (log_all - log_big))
-        g = np.where(keep, g, 0.0)  # dropped frequencies are counted in full above
+        g = np.where(kept, g, 0.0)  # dropped frequencies are counted in full above
         normwise = gamma * math.sqrt(size) * norm2
         g2 = float(np.sqrt(np.sum(g * g)))
         sum_err += min(float(np.sum(c * g)), normwise * g2)
-        l2_err += min(float(np.sqrt(np.sum((c * g) ** 2))), normwise * float(np.max(g)))
+        l2_err += min(
+            float(np.sqrt(np.sum((c * g) ** 2))), normwise * float(np.max(g, initial=0.0))
+        )
     magnitude = np.abs(spectrum)
     own_max = gamma * 2 / size * float(np.sum(magnitude))
     own_l2 = gamma * math.sqrt(2 / size) * float(np.sqrt(np.sum(magnitude * magnitude)))
