@@ -346,3 +346,8 @@ def test_single_threaded_gives_the_same_answer():
     assert single == threaded
     with pytest.raises(InvalidArgumentError, match="threads"):
         pld.set_threads(0)
+    pld.set_threads(10**400)  # more threads than cores: the transforms use the cores
+    try:
+        assert pld.PLDAccountant.summarize(event).epsilon(1e-5) == threaded
+    finally:
+        pld.set_threads(None)

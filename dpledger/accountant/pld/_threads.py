@@ -30,7 +30,10 @@ def set_threads(threads: int | None) -> None:
 
 
 def _fft_workers() -> int:
-    return -1 if _THREADS[0] is None else _THREADS[0]
+    """The transforms' worker count: all cores, or the limit (never more than the cores)."""
+    if _THREADS[0] is None:
+        return -1
+    return min(_THREADS[0], os.cpu_count() or 1)
 
 
 def _pool() -> ThreadPoolExecutor:
