@@ -21,7 +21,13 @@ Curves implemented (Δ = sensitivity; all for α > 1):
   and added, so the value is an upper bound. Integer α use the finite sum (§3.2).
 * Sampling without replacement, any inner mechanism with an RDP curve: Wang, Balle &
   Kasiviswanathan 2019, Thm 9, at integer α; between integers (α−1)R(α) (a cumulant
-  generating function, hence convex) is bounded by the chord, which is valid.
+  generating function, hence convex) is bounded by the chord, which is valid. Every
+  order is also bounded by the inner curve itself and, for a pure-DP inner mechanism,
+  by the amplified ε′ = log(1 + γ(e^ε − 1)) (D_α ≤ D_∞; Balle, Barthe & Gaboardi 2018,
+  Thm 9), so the conversion is never looser than pure amplification. Thm 9 needs the
+  inner curve at every integer up to α; it is used up to α = 2¹⁴ (Thm 27, for Gaussians,
+  up to 2¹⁷), and larger orders take the other two bounds — a bound at every order, at a
+  bounded cost (an order scan once took minutes).
 
 Conversion to (ε, δ): for any α > 1, (α, R)-RDP implies (ε, δ)-DP with
 ε = R + log(1 − 1/α) − (log δ + log α)/(α − 1) (Balle et al. 2020, Thm 21; Canonne,
@@ -37,6 +43,7 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import mpmath
@@ -54,6 +61,7 @@ from dpledger._validation import (
 from dpledger.accountant import events as ev
 from dpledger.accountant._atoms import gaussian_mu_squared, pure_epsilon
 from dpledger.accountant._base import Accountant, Summary
+from dpledger.accountant.basic import amplify_by_subsampling
 from dpledger.errors import InvalidArgumentError, NotApplicableError
 
 __all__ = [
@@ -354,6 +362,11 @@ def _wbk_integer(alpha: int, gamma: float, inner: Curve, inner_eps_inf: float) -
     return round_up(_log1p_sum_up(log_terms) / (alpha - 1))
 
 
+_WBK_MAX_ORDER = 2**14
+"""Largest order at which Thm 9 is evaluated (it needs the inner curve at every j ≤ α)."""
+_WBK_GAUSSIAN_MAX_ORDER = 2**17
+"""Largest order at which Thm 27 is evaluated (O(α) array terms, no inner-curve calls)."""
+
 _PV_MAX_ORDER = 256
 """Largest j whose Pearson–Vajda moment enters the Gaussian bound (beyond: the Thm 9 term)."""
 _PV_MAX_BITS = 8192
@@ -481,14 +494,14 @@ def _chord(alpha: float, at_integer: Callable[[int], float]) -> float:
 
 
 def _pure_epsilon(event: ev.Event) -> float:
-    """ε such that ``event`` is ε-DP, or inf."""
-    total = 0.0
+    """ε such that ``event`` is ε-DP (basic composition, summed exactly, rounded up), or inf."""
+    total = Fraction(0)
     for atom, count in ev.flatten(event).items():
         epsilon = pure_epsilon(atom)
-        if epsilon is None:
+        if epsilon is None or math.isinf(epsilon):
             return math.inf
-        total += count * epsilon
-    return total
+        total += Fraction(epsilon) * count
+    return float_up(total)
 
 
 def _single_gaussian_multiplier(event: ev.Event) -> float | None:
@@ -565,12 +578,14 @@ def _poisson_curve(atom: Any) -> Curve:
 
 def _without_replacement_curve(atom: Any) -> Curve:
     # Thm 9 at order α needs the inner curve at every integer j ≤ α: cached, so that a
-    # scan over orders evaluates each once
+    # scan over orders evaluates each once (the cache holds every j ≤ _WBK_MAX_ORDER)
     inner = functools.lru_cache(maxsize=1 << 16)(RDPAccountant.summarize(atom.event).curve)
     eps_inf = _pure_epsilon(atom.event)
     gamma = atom.rate
     if gamma == 1.0:
         return inner
+    # D_α ≤ D_∞ ≤ the amplified pure ε at every order (inf unless the inside is pure DP)
+    amplified_inf = amplify_by_subsampling(eps_inf, 0.0, gamma)[0]
 
     multiplier = _single_gaussian_multiplier(atom.event)
     # Σμ² of the inner Gaussians, rounded up (the multiplier is already rounded down)
@@ -578,8 +593,11 @@ def _without_replacement_curve(atom: Any) -> Curve:
 
     @functools.lru_cache(maxsize=4096)
     def at_integer(j: int) -> float:
-        value = min(inner(float(j)), _wbk_integer(j, gamma, inner, eps_inf))
-        if inner_mu2 is not None:  # Gaussian inner release: WBK Thm 27 where tighter
+        value = min(inner(float(j)), amplified_inf)
+        if j <= _WBK_MAX_ORDER:
+            value = min(value, _wbk_integer(j, gamma, inner, eps_inf))
+        if inner_mu2 is not None and j <= _WBK_GAUSSIAN_MAX_ORDER:
+            # Gaussian inner release: WBK Thm 27 where tighter
             value = min(value, _wbk_gaussian_integer(j, gamma, inner_mu2))
         return value
 
