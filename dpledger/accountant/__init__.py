@@ -29,6 +29,7 @@ The accountant depends on nothing else in dpledger.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from dpledger._public import namespace
@@ -117,20 +118,22 @@ METHODS: tuple[str, ...] = ("auto", *ACCOUNTANTS)
 """The values ``method`` accepts."""
 
 
-_EXACT_WHEN: dict[str, tuple[type[Event], ...]] = {
-    # all releases of these types → this method is exact, so PLD cannot improve on it
-    "gdp": (events.Gaussian,),
-    "optimal": (events.PureDP, events.ApproxDP),
+def _binary_rr(atom: Event) -> bool:
+    return type(atom) is events.RandomizedResponse and atom.categories == 2
+
+
+_EXACT_WHEN: dict[str, Callable[[Event], bool]] = {
+    # all releases of these kinds → this method is exact, so PLD cannot improve on it
+    "gdp": lambda atom: type(atom) is events.Gaussian,
+    "optimal": lambda atom: type(atom) in (events.PureDP, events.ApproxDP) or _binary_rr(atom),
 }
 
 
 def _exact_method(event: Event) -> str | None:
     atoms = events.flatten(event)
-    for method, types in _EXACT_WHEN.items():
-        if all(type(atom) in types for atom in atoms):
+    for method, exact in _EXACT_WHEN.items():
+        if all(exact(atom) for atom in atoms):
             return method
-    if all(isinstance(a, events.RandomizedResponse) and a.categories == 2 for a in atoms):
-        return "optimal"
     return None
 
 

@@ -71,6 +71,14 @@ class Pair(abc.ABC):
         """The loss as a monotone function of a smooth output, where it is one."""
         return None
 
+    def subsampled_monotone(self, rate: float, direction: str) -> MonotoneLoss | None:
+        """:meth:`monotone` of this pair Poisson-subsampled (see :class:`SubsampledPair`)."""
+        return None
+
+    def finite_atoms(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(losses, P-masses) of the finite part, sorted by loss, if it has finitely many."""
+        return None
+
     @abc.abstractmethod
     def hockey(self, eps: np.ndarray) -> np.ndarray:
         """δ(ε) for an array of real ε."""
@@ -99,6 +107,38 @@ class GaussianPair(Pair):
             q_density=_normal_pdf,
             x_range=(-38.5, 38.5),
             increasing=True,
+        )
+
+    def subsampled_monotone(self, rate: float, direction: str) -> MonotoneLoss:
+        # A = N(μ, 1), B = N(0, 1), v(x) = μx − μ²/2 = L_AB(x) and
+        # log(1 − γ + γe^v) = log1p(γ·expm1(v)).
+        mu, g = self.mu, rate
+
+        def mixed(x: np.ndarray) -> np.ndarray:
+            return np.asarray(np.log1p(g * np.expm1(mu * x - mu * mu / 2)))
+
+        def v_of(s: np.ndarray) -> np.ndarray:
+            # the v with log(1 − γ + γe^v) = s; −inf where s ≤ log(1 − γ)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                inner = np.expm1(s) / g
+                out = np.where(inner > -1, np.log1p(np.maximum(inner, -1.0)), -np.inf)
+            return np.asarray(out)
+
+        x_range = (-38.5, mu + 38.5)
+        if direction == "remove":  # Q = B
+            return MonotoneLoss(
+                loss=mixed,
+                inverse=lambda t: (v_of(t) + mu * mu / 2) / mu,
+                q_density=_normal_pdf,
+                x_range=x_range,
+                increasing=True,
+            )
+        return MonotoneLoss(  # Q = (1 − γ)B + γA, L = −log(1 − γ + γe^v)
+            loss=lambda x: -mixed(x),
+            inverse=lambda t: (v_of(-t) + mu * mu / 2) / mu,
+            q_density=lambda x: (1 - g) * _normal_pdf(x) + g * _normal_pdf(x - mu),
+            x_range=x_range,
+            increasing=False,
         )
 
     def hockey(self, eps: np.ndarray) -> np.ndarray:
@@ -183,6 +223,10 @@ class RRPair(Pair):
             atoms.append((0.0, k * self.middle, k * self.middle))
         return atoms
 
+    def finite_atoms(self) -> tuple[np.ndarray, np.ndarray]:
+        atoms = sorted(self._atoms())
+        return np.array([a[0] for a in atoms]), np.array([a[1] for a in atoms])
+
     def hockey(self, eps: np.ndarray) -> np.ndarray:
         eps = np.asarray(eps, dtype=float)
         out = np.full_like(eps, self.infinite_mass)
@@ -220,6 +264,9 @@ class AtomsPair(Pair):
         # suffix sums, small terms first where they are (the tails): Σ_{i≥j}
         self._p_tail = np.append(np.cumsum(self.p[::-1])[::-1], 0.0)
         self._q_tail = np.append(np.cumsum(self.q[::-1])[::-1], 0.0)
+
+    def finite_atoms(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.losses, self.p
 
     @property
     def atoms(self) -> list[tuple[float, float, float]]:
@@ -310,38 +357,7 @@ class SubsampledPair(Pair):
         self.support = (edge, math.inf) if direction == "remove" else (-math.inf, -edge)
 
     def monotone(self) -> MonotoneLoss | None:
-        # Gaussian base only: A = N(μ, 1), B = N(0, 1), v(x) = μx − μ²/2 = L_AB(x) and
-        # log(1 − γ + γe^v) = log1p(γ·expm1(v)).
-        if not isinstance(self.base, GaussianPair):
-            return None
-        mu, g = self.base.mu, self.rate
-
-        def mixed(x: np.ndarray) -> np.ndarray:
-            return np.asarray(np.log1p(g * np.expm1(mu * x - mu * mu / 2)))
-
-        def v_of(s: np.ndarray) -> np.ndarray:
-            # the v with log(1 − γ + γe^v) = s; −inf where s ≤ log(1 − γ)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                inner = np.expm1(s) / g
-                out = np.where(inner > -1, np.log1p(np.maximum(inner, -1.0)), -np.inf)
-            return np.asarray(out)
-
-        x_range = (-38.5, mu + 38.5)
-        if self.direction == "remove":  # Q = B
-            return MonotoneLoss(
-                loss=mixed,
-                inverse=lambda t: (v_of(t) + mu * mu / 2) / mu,
-                q_density=_normal_pdf,
-                x_range=x_range,
-                increasing=True,
-            )
-        return MonotoneLoss(  # Q = (1 − γ)B + γA, L = −log(1 − γ + γe^v)
-            loss=lambda x: -mixed(x),
-            inverse=lambda t: (v_of(-t) + mu * mu / 2) / mu,
-            q_density=lambda x: (1 - g) * _normal_pdf(x) + g * _normal_pdf(x - mu),
-            x_range=x_range,
-            increasing=False,
-        )
+        return self.base.subsampled_monotone(self.rate, self.direction)
 
     def hockey(self, eps: np.ndarray) -> np.ndarray:
         g = self.rate

@@ -44,6 +44,7 @@ from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_nonnegative, check_positive, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
+from dpledger.errors import NotApplicableError
 
 __all__ = [
     "GDPAccountant",
@@ -271,6 +272,16 @@ def _from_mu(mu: float) -> GDPSummary:
     return GDPSummary(square_up(mu))
 
 
+def _approx(e: ev.ApproxDP) -> GDPSummary:
+    """ApproxDP with δ = 0 is pure ε-DP; with δ > 0 it has no GDP guarantee."""
+    if e.delta == 0:
+        return _from_mu(pure_dp_to_gdp(e.epsilon))
+    raise NotApplicableError(
+        f"method 'gdp' cannot account for {e!r}: an (ε, δ) guarantee with δ > 0 has no "
+        "μ-GDP guarantee. Use method='basic', 'optimal' or 'auto'."
+    )
+
+
 class GDPAccountant(Accountant[GDPSummary]):
     """Gaussian-DP accountant (Dong, Roth & Su 2019): exact for compositions of Gaussians.
 
@@ -287,6 +298,7 @@ class GDPAccountant(Accountant[GDPSummary]):
         ev.PureDP: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),
         ev.BoundedRange: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),  # BR ⇒ ε-DP
         ev.RandomizedResponse: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),
+        ev.ApproxDP: _approx,  # δ = 0 only
     }
 
     @classmethod
@@ -295,28 +307,11 @@ class GDPAccountant(Accountant[GDPSummary]):
         return GDPSummary()
 
     @classmethod
-    def summarize(cls, event: ev.Event) -> GDPSummary:
-        """μ-GDP of ``event``; ApproxDP with δ = 0 counts as pure DP."""
-        return super().summarize(_pure_approx_as_pure(event))
-
-    @classmethod
     def _hint(cls) -> str:
         return (
             "Gaussian DP is exact for Gaussian releases and valid for pure-DP ones; for "
             "subsampled or (ε, δ) releases use method='rdp' or method='auto'."
         )
-
-
-def _pure_approx_as_pure(event: ev.Event) -> ev.Event:
-    """Rewrite ApproxDP(ε, 0) atoms as PureDP(ε) (used by the curve-based notions)."""
-    atoms = ev.flatten(event)
-    if not any(isinstance(a, ev.ApproxDP) and a.delta == 0 for a in atoms):
-        return event
-    parts = [
-        ev.Repeated(ev.PureDP(a.epsilon) if isinstance(a, ev.ApproxDP) and a.delta == 0 else a, k)
-        for a, k in atoms.items()
-    ]
-    return ev.Composed(tuple(parts))
 
 
 __dir__ = namespace(__all__)

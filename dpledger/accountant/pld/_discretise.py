@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpledger.accountant._pairs import AtomsPair, MonotoneLoss, Pair, RRPair
+from dpledger._numerics import round_up
+from dpledger.accountant._pairs import MonotoneLoss, Pair
 from dpledger.errors import NotApplicableError
 
 MAX_GRID_POINTS = 1 << 24
@@ -184,7 +185,9 @@ def _connect_the_dots_monotone(shape: MonotoneLoss, j0: int, j1: int, h: float) 
     return _Discrete(j0, masses, min(1.0, infinite))
 
 
-def _connect_the_dots_atoms(pair: AtomsPair, j0: int, j1: int, h: float) -> _Discrete:
+def _connect_the_dots_atoms(
+    losses: np.ndarray, p: np.ndarray, infinite_mass: float, j0: int, j1: int, h: float
+) -> _Discrete:
     """Connect-the-dots masses of a pair with finitely many losses, atom by atom.
 
     An atom with P-mass p at loss ℓ ∈ [εₖ, εₖ₊₁] is spread, linearly in e^ℓ, to the two
@@ -193,13 +196,19 @@ def _connect_the_dots_atoms(pair: AtomsPair, j0: int, j1: int, h: float) -> _Dis
     Every term is non-negative, so no mass is lost to cancellation.
     """
     n = j1 - j0 + 1
-    k = np.clip(np.floor(pair.losses / h).astype(np.int64) - j0, 0, n - 2)
-    d = np.clip(pair.losses - (j0 + k) * h, 0.0, h)
+    # the grid covers the support (see _grid_range); an atom above it would go to +∞ (δ
+    # atoms), never down onto the top point; one below it moves up to the first (safe)
+    above = losses > j1 * h
+    if above.any():
+        infinite_mass = min(1.0, round_up(math.fsum([infinite_mass, *p[above].tolist()])))
+        losses, p = losses[~above], p[~above]
+    k = np.clip(np.floor(losses / h).astype(np.int64) - j0, 0, n - 2)
+    d = np.clip(losses - (j0 + k) * h, 0.0, h)
     em1h = math.expm1(h)
-    down = pair.p * np.expm1(h - d) / em1h
-    up = pair.p * np.exp(h - d) * np.expm1(d) / em1h
+    down = p * np.expm1(h - d) / em1h
+    up = p * np.exp(h - d) * np.expm1(d) / em1h
     masses = np.bincount(k, down, n) + np.bincount(k + 1, up, n)
-    return _Discrete(j0, masses, pair.infinite_mass)
+    return _Discrete(j0, masses, infinite_mass)
 
 
 def connect_the_dots(pair: Pair, h: float, tail: float = _TAIL) -> _Discrete:
@@ -211,8 +220,9 @@ def connect_the_dots(pair: Pair, h: float, tail: float = _TAIL) -> _Discrete:
     shape = pair.monotone()
     if shape is not None:
         return _connect_the_dots_monotone(shape, j0, j1, h)
-    if isinstance(pair, AtomsPair):
-        return _connect_the_dots_atoms(pair, j0, j1, h)
+    atoms = pair.finite_atoms()
+    if atoms is not None:
+        return _connect_the_dots_atoms(*atoms, pair.infinite_mass, j0, j1, h)
     eps = np.arange(j0, j1 + 1) * h
     delta = pair.hockey(eps)
     delta = np.maximum.accumulate(delta[::-1])[::-1]  # enforce monotonicity (rounding)
@@ -292,11 +302,9 @@ def _cell_atoms(pair: Pair, j0: int, j1: int, h: float) -> tuple[np.ndarray, np.
     shape = pair.monotone()
     if shape is not None:
         return _cell_atoms_monotone(shape, j0, j1, h)
-    if isinstance(pair, AtomsPair):
-        return pair.losses, pair.p
-    if isinstance(pair, RRPair):
-        atoms = sorted(pair._atoms())
-        return np.array([a[0] for a in atoms]), np.array([a[1] for a in atoms])
+    atoms = pair.finite_atoms()
+    if atoms is not None:
+        return atoms
     edges = np.arange(j0, j1 + 2) * h
     p_tail = np.asarray(pair.p_at_least(edges), dtype=float)
     q_tail = np.asarray(pair.q_at_least(edges), dtype=float)
