@@ -272,9 +272,8 @@ def _tilted(d: _Discrete, h: float, tilt: float) -> tuple[_Discrete, float]:
 
 def _saddle_tilt(parts: list[tuple[_Discrete, int]], h: float, epsilon: float) -> float:
     """The λ ≥ 0 minimising the Chernoff exponent K(λ) − λε of the composed finite part."""
-    grid = np.logspace(-2.0, 3.0, 61)
-    exponent = sum(k * _log_mgfs(d, h, grid) for d, k in parts) - grid * epsilon
-    return float(grid[int(np.argmin(exponent))])
+    exponent = sum(k * _moments(d, h).log_mgf_tilts for d, k in parts) - _TILT_GRID * epsilon
+    return float(_TILT_GRID[int(np.argmin(exponent))])
 
 
 def _compose(
@@ -318,8 +317,8 @@ def _compose(
         if d.infinite > 0:
             log_keep += k * math.log1p(-min(d.infinite, 1.0 - 1e-300))
     infinite = -math.expm1(log_keep)
-    up = sum(k * _log_mgfs(d, h, _LAMBDAS) for d, k in parts)
-    down = sum(k * _log_mgfs(d, h, -_LAMBDAS) for d, k in parts)
+    up = sum(k * _moments(d, h).log_mgf_up for d, k in parts)
+    down = sum(k * _moments(d, h).log_mgf_down for d, k in parts)
     log_tail = math.log(window_tail)
     # Chernoff: mass above t ≤ exp(K(λ) − λt); mass below t ≤ exp(K(−λ) + λt)
     hi = float(np.min((up - log_tail) / _LAMBDAS))
