@@ -361,3 +361,54 @@ def test_transform_error_bound_holds_against_exact_integer_convolution(parts, bi
         eps = (composed.start + j) * composed.h - 0.5
         weights = np.maximum(0.0, -np.expm1(eps - (composed.start + np.arange(len(window)))))
         assert abs(float(np.sum(errors * weights))) <= composed.rounding_guard(eps)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_direct_transform_is_within_its_bound_of_50_digit_sums(seed):
+    """The recomputed low frequencies (``_direct_transform``) against 50-digit sums:
+    every value within its bound, and at the lowest frequencies of a concentrated
+    distribution the bound is a few u·S — far below the FFT's γ_F·S."""
+    from dpledger.accountant.pld._composition import _centre, _direct_transform, _fft_error
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(300, 2500))
+    size = 1 << int(rng.integers(14, 17))
+    # a concentrated body and a sparse heavy tail, as a subsampled release's PLD
+    masses = np.exp(-0.5 * ((np.arange(n) - n / 5) / (n / 40)) ** 2)
+    masses += 1e-6 * rng.random(n) * (rng.random(n) < 0.3)
+    masses /= masses.sum()
+    centre = _centre(masses) + int(rng.integers(-2, 3))
+    freqs = np.array([1, 2, 3, 7, int(rng.integers(8, size // 2))])
+    total = math.fsum(masses)
+    values, bounds = _direct_transform(masses, centre, size, freqs, total)
+    with mpmath.workdps(50):
+        for j, value, bound in zip(freqs, values, bounds, strict=True):
+            exact = mpmath.fsum(
+                mpmath.mpf(float(m)) * mpmath.expjpi(-2 * mpmath.mpf(int(j) * (i - centre)) / size)
+                for i, m in enumerate(masses)
+                if m > 0
+            )
+            error = float(abs(mpmath.mpc(value.real, value.imag) - exact))
+            assert error <= bound, (j, error, bound)
+    assert bounds[0] < _fft_error(size) * total / 20
+
+
+def test_recomputed_frequencies_shrink_the_rounding_guard(monkeypatch):
+    """Recomputing the carrying frequencies directly makes the guard of 3,000 DP-SGD steps
+    ≥ 5x smaller than the FFT's bound alone (measured ~14x) — and the answer stays an
+    upper bound on the other one's (both are valid)."""
+    from dpledger.accountant.pld import PLDAccountant, _composition
+
+    event = ev.PoissonSampled(ev.Gaussian(1.0), 0.004) * 3000
+
+    def guard() -> tuple[float, float]:
+        summary = PLDAccountant.summarize(event)
+        directions = summary._directions("upper", _composition._window_tail_for(1e-5))
+        eps = 1.161
+        return max(c.rounding_guard(eps) for c in directions), summary.epsilon(1e-5)
+
+    direct, eps_direct = guard()
+    monkeypatch.setattr(_composition, "_DIRECT_MAX", 0)
+    fft_only, eps_fft = guard()
+    assert direct * 5 <= fft_only
+    assert eps_direct <= eps_fft * (1 + 1e-6)

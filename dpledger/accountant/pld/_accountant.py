@@ -20,6 +20,7 @@ from dpledger._validation import check_int_at_least, check_positive, check_proba
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.accountant.pld._composition import (
+    _GUARD_TILT,
     _LAMBDAS,
     _TILT_GRID,
     _WINDOW_TAIL,
@@ -106,6 +107,8 @@ class PLDSummary(Summary):
     gaussian_only: bool = True
     scale_delta: float = 1e-6
     coarsen: bool = False
+    #: tilt where the rounding guard exceeds this of δ (:func:`_guard_matters`)
+    guard_tilt: float = _GUARD_TILT
     _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __add__(self, other: PLDSummary) -> PLDSummary:
@@ -407,7 +410,9 @@ class PLDSummary(Summary):
         value = max(c.delta(epsilon, "upper") for c in directions)
         binding = self._binding(directions, epsilon, "upper")
         deciding = [c for c, b in zip(directions, binding, strict=True) if b]
-        if min(value, target) < _TILT_BELOW or _guard_matters(deciding, epsilon, value):
+        if min(value, target) < _TILT_BELOW or _guard_matters(
+            deciding, epsilon, value, self.guard_tilt
+        ):
             tilts = self._focused_tilts("upper", tail, epsilon, binding)
             tilted = self._refinement("upper", tail, tilts=tilts)
             if tilted is not None:
@@ -434,7 +439,7 @@ class PLDSummary(Summary):
         if (
             _window_tail_for(value) < 1e-16
             or value < _TILT_BELOW
-            or _guard_matters(directions, epsilon, value)
+            or _guard_matters(directions, epsilon, value, self.guard_tilt)
         ):
             # a small δ: recompute with a window sized (and a tilt chosen) for it; the
             # first value may be far above the answer (the untilted guard), so the window
@@ -486,7 +491,7 @@ class PLDSummary(Summary):
         # tilt where the rounding guard matters, and always below _TILT_BELOW
         binding = self._binding(plain, result, kind)
         deciding = [c for c, b in zip(plain, binding, strict=True) if b]
-        if delta >= _TILT_BELOW and not _guard_matters(deciding, result, delta):
+        if delta >= _TILT_BELOW and not _guard_matters(deciding, result, delta, self.guard_tilt):
             return result
         near = self._chernoff_epsilon(kind, tail, delta)
         if 0.0 < result < near:
@@ -534,7 +539,7 @@ class PLDSummary(Summary):
         # towards the answer (as for the upper end); every solve is a valid lower bound
         binding = self._binding(plain, result, "lower")
         deciding = [c for c, b in zip(plain, binding, strict=True) if b]
-        if delta >= _TILT_BELOW and not _guard_matters(deciding, result, delta):
+        if delta >= _TILT_BELOW and not _guard_matters(deciding, result, delta, self.guard_tilt):
             return max(0.0, result - shift)
         seen: list[list[float]] = []
         near = result
@@ -777,12 +782,17 @@ def epsilon_bounds(
     ratio = min(1.0, math.sqrt(rtol)) / 4
     coarsest = MAX_GRID if grid is None else check_grid(grid)
     releases = PLDAccountant.summarize(event, coarsest).releases
-    summary = PLDSummary(releases, coarsest, 0, ratio, False, max(delta, 1e-300))
+    # the rounding guard moves each end of the bracket by ~1/20 of its share of δ (relative
+    # to ε): tilt where that share exceeds rtol/10, so it takes at most ~1 % of the width
+    level = min(_GUARD_TILT, rtol / 10)
+    summary = PLDSummary(releases, coarsest, 0, ratio, False, max(delta, 1e-300), guard_tilt=level)
     lower, upper = summary.epsilon_bounds(delta)
     for refine in range(1, MAX_REFINE + 1):
         if lower is not None and (upper - lower <= rtol * upper or not math.isfinite(upper)):
             break
-        finer = PLDSummary(releases, coarsest, refine, ratio, False, max(delta, 1e-300))
+        finer = PLDSummary(
+            releases, coarsest, refine, ratio, False, max(delta, 1e-300), guard_tilt=level
+        )
         try:
             low, high = finer.epsilon_bounds(delta)
         except NotApplicableError:
