@@ -82,7 +82,9 @@ def _grid_range(pair: Pair, h: float, tail: float = _TAIL) -> tuple[int, int]:
         while float(pair.p_at_least(np.array([t]))[0]) > tail:
             t *= 2
         a, b = -t if t <= 1 else t / 2, t
-        for _ in range(80):
+        for _ in range(80):  # to a quarter step: b stays on the side of the tail bound
+            if b - a <= h / 4:
+                break
             m = (a + b) / 2
             if float(pair.p_at_least(np.array([m]))[0]) > tail:
                 a = m
@@ -95,6 +97,8 @@ def _grid_range(pair: Pair, h: float, tail: float = _TAIL) -> tuple[int, int]:
             t *= 2
         a, b = t, t / 2 if t < -1 else 1.0
         for _ in range(80):
+            if b - a <= h / 4:
+                break
             m = (a + b) / 2
             if 1.0 - float(pair.p_at_least(np.array([m]))[0]) > _TAIL:
                 b = m
