@@ -110,6 +110,20 @@ def noise_generator(rng: Any, ledger: Ledger | None) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(material))
 
 
+def store_parameters(estimator: Any, parameters: dict[str, Any]) -> None:
+    """Store an ``__init__``'s parameters on ``estimator``, as given (nothing validated).
+
+    Call it as the whole body of ``__init__``: ``store_parameters(self, locals())``. Each
+    parameter becomes the attribute of its name, which is all scikit-learn's contract asks
+    of ``__init__`` (``get_params``, ``set_params`` and ``clone`` read the signature and
+    these attributes); ``fit`` checks them. ``self`` and ``__class__`` are skipped, so no
+    other local may exist when it is called.
+    """
+    for name, value in parameters.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
 @dataclass(frozen=True)
 class Release:
     """One planned release of a fit: its name, the mechanism, and the statistic.
@@ -135,8 +149,9 @@ class _Scaled:
 class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
     """Base class: budget, ledger, variant and adjacency handling shared by estimators.
 
-    Subclasses define their parameters in ``__init__`` (keyword-only, stored as given)
-    and call :meth:`_release_all` from ``fit`` with the schedule of releases.
+    Subclasses define their parameters in ``__init__`` (keyword-only, stored as given by
+    :func:`store_parameters`) and call :meth:`_release_all` from ``fit`` with the schedule
+    of releases.
     """
 
     epsilon: Any

@@ -109,7 +109,7 @@ from dpledger._validation import (
 )
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import PrivateEstimator, Release
+from dpledger.algorithms.base import PrivateEstimator, Release, store_parameters
 from dpledger.algorithms.linear import BinaryClassifierOutputs, _scale_rows
 from dpledger.errors import DPLedgerError, InvalidArgumentError
 from dpledger.mechanisms import Gaussian, KNorm
@@ -1013,12 +1013,6 @@ _COMMON_ARGS = """epsilon: The ε this fit must meet.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded)."""
 
 
-def _init(self: Any, local: dict[str, Any]) -> None:
-    for key, value in local.items():
-        if key not in ("self", "__class__"):
-            setattr(self, key, value)
-
-
 class ObjectivePerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Objective):  # type: ignore[misc]
     """Objective perturbation for logistic regression or the Huber SVM (labels 0 and 1).
 
@@ -1076,7 +1070,7 @@ class ObjectivePerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, 
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        _init(self, locals())
+        store_parameters(self, locals())
 
 
 class ObjectivePerturbationRegressor(RegressorMixin, _Objective):  # type: ignore[misc]
@@ -1125,7 +1119,7 @@ class ObjectivePerturbationRegressor(RegressorMixin, _Objective):  # type: ignor
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        _init(self, locals())
+        store_parameters(self, locals())
 
 
 class OutputPerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Output):  # type: ignore[misc]
@@ -1166,7 +1160,7 @@ class OutputPerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Ou
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        _init(self, locals())
+        store_parameters(self, locals())
 
 
 class OutputPerturbationRegressor(RegressorMixin, _Output):  # type: ignore[misc]
@@ -1203,7 +1197,7 @@ class OutputPerturbationRegressor(RegressorMixin, _Output):  # type: ignore[misc
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        _init(self, locals())
+        store_parameters(self, locals())
 
 
 for _cls in (

@@ -81,7 +81,7 @@ from dpledger._public import namespace
 from dpledger._validation import check_choice, check_positive, check_reals
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import Release, symmetric_from_upper, upper
+from dpledger.algorithms.base import Release, store_parameters, symmetric_from_upper, upper
 from dpledger.algorithms.linear import (
     BinaryClassifierOutputs,
     _SufficientStatisticsRegression,
@@ -483,19 +483,7 @@ class FMLinearRegression(_FunctionalMechanism):
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.adjacency = adjacency
-        self.method = method
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.budget_split = budget_split
-        self.variant = variant
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def fit(self, X: Any, y: Any) -> FMLinearRegression:
         """Release the loss's coefficients with noise and minimise the noisy loss."""
@@ -547,18 +535,7 @@ class FMLogisticRegression(
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.adjacency = adjacency
-        self.method = method
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.budget_split = budget_split
-        self.variant = variant
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def fit(self, X: Any, y: Any) -> FMLogisticRegression:
         """Release the Taylor coefficients with noise and minimise the noisy loss."""

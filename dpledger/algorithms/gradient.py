@@ -38,7 +38,7 @@ from dpledger._validation import (
 )
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import noise_generator
+from dpledger.algorithms.base import noise_generator, store_parameters
 from dpledger.algorithms.linear import BinaryClassifierOutputs, _SufficientStatisticsRegression
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian
@@ -234,22 +234,7 @@ class NoisyGD(_NoisyGD):
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.adjacency = adjacency
-        self.steps = steps
-        self.learning_rate = learning_rate
-        self.clip = clip
-        self.sampling_rate = sampling_rate
-        self.data_size = data_size
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def fit(self, X: Any, y: Any) -> NoisyGD:
         """Run the T noisy steps (all planned and checked before the first)."""
@@ -303,21 +288,7 @@ class NoisyGDClassifier(BinaryClassifierOutputs, ClassifierMixin, _NoisyGD):  # 
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.adjacency = adjacency
-        self.steps = steps
-        self.learning_rate = learning_rate
-        self.clip = clip
-        self.sampling_rate = sampling_rate
-        self.data_size = data_size
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def fit(self, X: Any, y: Any) -> NoisyGDClassifier:
         """Run the T noisy steps of logistic regression."""

@@ -53,7 +53,12 @@ from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import noise_generator, symmetric_from_upper, upper
+from dpledger.algorithms.base import (
+    noise_generator,
+    store_parameters,
+    symmetric_from_upper,
+    upper,
+)
 from dpledger.algorithms.linear import _SufficientStatisticsRegression, solve_ridge
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, Laplace
@@ -97,6 +102,8 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         6
     """
 
+    loss: str
+
     def __init__(
         self,
         *,
@@ -117,22 +124,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.adjacency = adjacency
-        self.loss = loss
-        self.iterations = iterations
-        self.weight_cap = weight_cap
-        self.first_moment = first_moment
-        self.second_moment = second_moment
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.variant = variant
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     # -- the model ------------------------------------------------------------------------
 

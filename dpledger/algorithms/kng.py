@@ -72,7 +72,7 @@ from dpledger._public import namespace
 from dpledger._validation import check_choice, check_int_at_least, check_probability
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import PrivateEstimator, Release
+from dpledger.algorithms.base import PrivateEstimator, Release, store_parameters
 from dpledger.algorithms.linear import _row_norms
 from dpledger.errors import DPLedgerError, InvalidArgumentError
 from dpledger.mechanisms._rng import resolve_rng
@@ -855,18 +855,7 @@ class KNGLinearRegression(_LinearRegression):
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.theta_bound = theta_bound
-        self.adjacency = adjacency
-        self.fit_intercept = fit_intercept
-        self.ridge = ridge
-        self.norm = norm
-        self.max_proposals = max_proposals
-        self.ledger = ledger
-        self.rng = rng
+        store_parameters(self, locals())
 
     def _sensitivity(self, b: float, y_bound: float, theta_bound: float, adjacency: str) -> float:
         return squared_gradient_sensitivity(b, y_bound, theta_bound, adjacency)
@@ -913,17 +902,7 @@ class ExponentialLinearRegression(_LinearRegression):
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.theta_bound = theta_bound
-        self.adjacency = adjacency
-        self.fit_intercept = fit_intercept
-        self.ridge = ridge
-        self.max_proposals = max_proposals
-        self.ledger = ledger
-        self.rng = rng
+        store_parameters(self, locals())
 
     def _sensitivity(self, b: float, y_bound: float, theta_bound: float, adjacency: str) -> float:
         return squared_loss_range(b, y_bound, theta_bound)
@@ -1050,20 +1029,7 @@ class KNGQuantileRegression(_QuantileRegression):
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.theta_bound = theta_bound
-        self.adjacency = adjacency
-        self.tau = tau
-        self.norm = norm
-        self.fit_intercept = fit_intercept
-        self.chains = chains
-        self.burn_in = burn_in
-        self.samples = samples
-        self.ledger = ledger
-        self.rng = rng
+        store_parameters(self, locals())
 
     def _norm(self) -> str:
         return check_choice("norm", self.norm, NORMS)
@@ -1113,19 +1079,7 @@ class ExponentialQuantileRegression(_QuantileRegression):
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.theta_bound = theta_bound
-        self.adjacency = adjacency
-        self.tau = tau
-        self.fit_intercept = fit_intercept
-        self.chains = chains
-        self.burn_in = burn_in
-        self.samples = samples
-        self.ledger = ledger
-        self.rng = rng
+        store_parameters(self, locals())
 
 
 __dir__ = namespace(__all__)

@@ -67,6 +67,7 @@ from dpledger.algorithms import _data
 from dpledger.algorithms.base import (
     PrivateEstimator,
     Release,
+    store_parameters,
     symmetric_from_upper,
     upper,
 )
@@ -304,19 +305,7 @@ class ADASSP(_SufficientStatisticsRegression):
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.adjacency = adjacency
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.rho = rho
-        self.budget_split = budget_split
-        self.variant = variant
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def _split(self) -> tuple[float, float, float]:
         if self.budget_split is None:
@@ -427,17 +416,7 @@ class SSP(_SufficientStatisticsRegression):
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.adjacency = adjacency
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.variant = variant
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def fit(self, X: Any, y: Any) -> SSP:
         """Check the schedule fits the ledger, release X̃ᵀX̃ and X̃ᵀỹ, solve."""
