@@ -146,6 +146,21 @@ def _scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
     return Xs
 
 
+def _data_units(
+    theta: np.ndarray, features: int, x_bound: float, y_scale: float, fit_intercept: bool
+) -> tuple[np.ndarray, float]:
+    """(coef, intercept) in data units from θ fitted on the scaled rows.
+
+    The rows were divided by ``x_bound`` and, with an intercept, augmented by the constant
+    column and divided by √2; the target was divided by ``y_scale`` (1 where the labels
+    were not scaled). Post-processing of the released θ.
+    """
+    shrink = math.sqrt(2.0) if fit_intercept else 1.0
+    coef = y_scale * theta[:features] / (x_bound * shrink)
+    intercept = float(y_scale * theta[features] / shrink) if fit_intercept else 0.0
+    return coef, intercept
+
+
 class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type: ignore[misc]
     """Shared parts of SSP and ADASSP: scaling, statistics, prediction."""
 
@@ -203,17 +218,15 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
     def _set_coefficients(
         self, theta: np.ndarray, features: int, y_scale: float | None = None
     ) -> None:
-        """coef_ and intercept_ in data units from θ fitted on the scaled rows.
+        """coef_ and intercept_ in data units (:func:`_data_units`) from θ on the scaled rows.
 
-        The rows were divided by ``x_bound`` (and, with an intercept, augmented and
-        divided by √2); the target by ``y_scale`` (default ``y_bound``; 1 where the
-        labels were not scaled). One mapping for every estimator.
+        The target was divided by ``y_scale``: ``y_bound`` by default, 1 where the labels
+        were not scaled. One mapping for every estimator (and for :class:`.cape.CapeFM`).
         """
-        x_bound = float(self.x_bound)
         scale = float(self.y_bound) if y_scale is None else y_scale
-        shrink = math.sqrt(2.0) if self.fit_intercept else 1.0
-        self.coef_ = scale * theta[:features] / (x_bound * shrink)
-        self.intercept_ = float(scale * theta[features] / shrink) if self.fit_intercept else 0.0
+        self.coef_, self.intercept_ = _data_units(
+            theta, features, float(self.x_bound), scale, bool(self.fit_intercept)
+        )
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions x·coef_ + intercept_ (post-processing of the released statistics)."""
