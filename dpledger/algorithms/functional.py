@@ -222,22 +222,16 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
             )
         return str(self.method)
 
-    def _labels_transform(self) -> _data.Transform:
-        rows = self._rows()
-
-        def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
-            if y is not None and not np.all((y == 0) | (y == 1)):
-                raise InvalidArgumentError("`y` must be 0 or 1 (two classes).")
-            return rows(X), y
-
-        return transform
-
     def _coefficients(self, X: Any, y: Any) -> tuple[float, np.ndarray, np.ndarray, int]:
         """(C₀, C₁, C₂) summed over the rows, and the number of features."""
         Xd = _data.as_design(X)
         yd = _data.as_target(y, None if _data.is_dask(Xd) else Xd.shape[0])
         logistic = self.loss == "logistic"
-        transform = self._labels_transform() if logistic else self._transform()
+        transform = (
+            self._binary_labels("`y` must be 0 or 1 (two classes).")
+            if logistic
+            else self._transform()
+        )
 
         def moments(Xb: np.ndarray, yb: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
             assert yb is not None

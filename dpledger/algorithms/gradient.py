@@ -148,7 +148,12 @@ class _NoisyGD(_SufficientStatisticsRegression):
             size = float(Xd.shape[0])  # replace-one: neighbours share the size
         else:
             size = float(check_positive("data_size", self.data_size))
-        Xs, ys = (self._labels() if self.loss == "logistic" else self._transform())(Xd, yd)
+        transform = (
+            self._binary_labels("`y` must be 0 or 1 for the logistic loss.")
+            if self.loss == "logistic"
+            else self._transform()
+        )
+        Xs, ys = transform(Xd, yd)
         d = Xs.shape[1]
         mechanisms = self._steps_plan(d, ledger)
         own = ledger is None
@@ -177,16 +182,6 @@ class _NoisyGD(_SufficientStatisticsRegression):
         self.sigma_ = mechanisms[0].sigma
         self.n_features_in_ = int(Xd.shape[1])
         return w
-
-    def _labels(self) -> _data.Transform:
-        rows = self._rows()
-
-        def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
-            if y is not None and not np.all((y == 0) | (y == 1)):
-                raise InvalidArgumentError("`y` must be 0 or 1 for the logistic loss.")
-            return rows(X), y
-
-        return transform
 
 
 class NoisyGD(_NoisyGD):

@@ -139,18 +139,13 @@ class PrivateIRLS(_SufficientStatisticsRegression):
     def _transform(self) -> _data.Transform:
         if self._scale_y():
             return super()._transform()
+        if self.loss == "logistic":
+            return self._binary_labels("`y` must be 0 or 1 for loss='logistic'.")
         rows = self._rows()
         y_bound = self._y_bound()
-        logistic = self.loss == "logistic"
 
         def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
-            if y is None:
-                return rows(X), None
-            if logistic:
-                if not np.all((y == 0) | (y == 1)):
-                    raise InvalidArgumentError("`y` must be 0 or 1 for loss='logistic'.")
-                return rows(X), y
-            return rows(X), np.clip(y, 0.0, y_bound)
+            return rows(X), None if y is None else np.clip(y, 0.0, y_bound)
 
         return transform
 

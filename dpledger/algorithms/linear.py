@@ -204,6 +204,20 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
 
         return transform
 
+    def _binary_labels(self, message: str) -> _data.Transform:
+        """Rows as :meth:`_rows` scales them, and labels refused unless 0 or 1 (``message``).
+
+        The labels are kept as they are (not scaled): for models of a binary outcome.
+        """
+        rows = self._rows()
+
+        def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
+            if y is not None and not np.all((y == 0) | (y == 1)):
+                raise InvalidArgumentError(message)
+            return rows(X), y
+
+        return transform
+
     def _statistics(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, int]:
         X = _data.as_design(X)
         rows = None if _data.is_dask(X) else X.shape[0]
