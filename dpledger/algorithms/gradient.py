@@ -38,7 +38,7 @@ from dpledger._validation import (
 )
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import noise_generator, store_parameters
+from dpledger.algorithms.base import store_parameters
 from dpledger.algorithms.linear import BinaryClassifierOutputs, _SufficientStatisticsRegression
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian
@@ -125,9 +125,7 @@ class _NoisyGD(_SufficientStatisticsRegression):
         return make(self._calibrate(make, ledger, initial=guess))
 
     def _fit_gd(self, X: Any, y: Any) -> np.ndarray:
-        from dpledger.ledger import Ledger
-
-        epsilon, delta = self._budget()
+        self._budget()
         adjacency = self._adjacency()
         ledger = self._shared_ledger()
         rate_eta = check_positive("learning_rate", self.learning_rate)
@@ -157,12 +155,7 @@ class _NoisyGD(_SufficientStatisticsRegression):
         d = Xs.shape[1]
         mechanisms = self._steps_plan(d, ledger)
         own = ledger is None
-        if ledger is None:
-            ledger = Ledger(epsilon, delta, adjacency=adjacency)
-            ledger.plan(mechanisms, label=f"{type(self).__name__}.fit")
-        else:
-            ledger.check(mechanisms, decide=True)
-        generator = noise_generator(self.rng, None if own else ledger)
+        ledger, generator = self._open_ledger(mechanisms, ledger)
         labels: np.ndarray = np.asarray(ys, dtype=float)
         rate = self.sampling_rate if self.sampling_rate not in (None, 1.0) else None
         w = np.zeros(d)
@@ -176,9 +169,7 @@ class _NoisyGD(_SufficientStatisticsRegression):
             noisy: np.ndarray = np.asarray(ledger.release(mechanism, total, generator, label=label))
             expected = size * (1.0 if rate is None else rate)
             w = w - rate_eta * (noisy / expected + alpha * w)
-        self.ledger_ = ledger
-        self._own_ledger = own
-        self.releases_ = [m.event for m in mechanisms]
+        self._keep_ledger(ledger, own, mechanisms)
         self.sigma_ = mechanisms[0].sigma
         self.n_features_in_ = int(Xd.shape[1])
         return w

@@ -54,7 +54,6 @@ from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms.base import (
-    noise_generator,
     store_parameters,
     symmetric_from_upper,
     upper,
@@ -274,7 +273,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
     def fit(self, X: Any, y: Any) -> PrivateIRLS:
         """Check the 2J releases fit the ledger; then J rounds of release and re-weight."""
         epsilon, delta = self._budget()
-        adjacency = self._adjacency()
+        self._adjacency()
         variant = self._variant()
         ledger = self._shared_ledger()
         _, _, iterations, _ = self._check_options(delta, variant)
@@ -292,9 +291,6 @@ class PrivateIRLS(_SufficientStatisticsRegression):
                 "true_mean_loss": iterations * eps_step * math.expm1(eps_step),
                 "subgaussian_tau": math.sqrt(2 * iterations) * eps_step,
             }
-        # check the whole schedule before the first release (nothing drawn if refused)
-        from dpledger.ledger import Ledger
-
         # the first pass before any check or charge: malformed data (labels, NaN in a
         # dask partition) fails here, having decided nothing and spent nothing
         theta = np.zeros(d)
@@ -306,14 +302,9 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         for m, bound in zip(mechanisms[:2], (r * count, math.sqrt(2) * w * count), strict=True):
             if not isinstance(m, Wishart):
                 m.validate(np.full(m.dimension, bound))
+        # check the whole schedule before the first release (nothing drawn if refused)
         own = ledger is None
-        if own:
-            ledger = Ledger(epsilon, delta, adjacency=adjacency)
-            ledger.plan(mechanisms, label="PrivateIRLS.fit")
-        else:
-            assert ledger is not None
-            ledger.check(mechanisms, decide=True)
-        generator = noise_generator(self.rng, None if own else ledger)
+        ledger, generator = self._open_ledger(mechanisms, ledger)
         for t in range(iterations):
             matrix, vector = (
                 first_pass
@@ -347,9 +338,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
             ridge = 0.0 if isinstance(m_second, Wishart) else m_second.sigma * math.sqrt(2 * d)
             step = solve_ridge(noisy_matrix, noisy_vector, ridge)
             theta = step if self.loss == "lad" else theta + step
-        self.ledger_ = ledger
-        self._own_ledger = own
-        self.releases_ = [m.event for m in mechanisms]
+        self._keep_ledger(ledger, own, mechanisms)
         self.ridge_ = (
             0.0 if isinstance(mechanisms[1], Wishart) else mechanisms[1].sigma * math.sqrt(2 * d)
         )
