@@ -670,24 +670,23 @@ class _QuantileRelease(Mechanism):
 # -- estimators ---------------------------------------------------------------------------
 
 
+def _norms(X: np.ndarray, norm: str) -> np.ndarray:
+    """‖x‖_K of every row: "l2" (without under- or overflow), "l1" or else ℓ∞."""
+    if norm == "l2":
+        return _row_norms(X)
+    if norm == "l1":
+        return np.asarray(np.abs(X).sum(axis=1))
+    return np.asarray(np.abs(X).max(axis=1))
+
+
 def _clip_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
     """Rows with ‖x‖_K > bound scaled onto the sphere of radius bound (record-local)."""
     X = np.ascontiguousarray(X, dtype=float)  # one summation order, whatever the layout
-    if norm == "l2":
-        norms = _row_norms(X)
-    elif norm == "l1":
-        norms = np.abs(X).sum(axis=1)
-    else:
-        norms = np.abs(X).max(axis=1)
+    norms = _norms(X, norm)
     factor = np.where(norms > bound, bound / np.where(norms > 0, norms, 1.0), 1.0)
     clipped = np.asarray(X * factor[:, None], dtype=float)
     # rounding may leave a clipped row a hair outside: shrink it (the bound must hold)
-    if norm == "l2":
-        after = _row_norms(clipped)
-    elif norm == "l1":
-        after = np.abs(clipped).sum(axis=1)
-    else:
-        after = np.abs(clipped).max(axis=1)
+    after = _norms(clipped, norm)
     over = after > bound
     if over.any():
         clipped[over] *= (bound / after[over] * (1.0 - 2.0**-50))[:, None]
