@@ -53,11 +53,7 @@ from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import (
-    store_parameters,
-    symmetric_from_upper,
-    upper,
-)
+from dpledger.algorithms.base import store_parameters, symmetric_from_upper, upper
 from dpledger.algorithms.linear import _SufficientStatisticsRegression, solve_ridge
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, Laplace
