@@ -365,13 +365,17 @@ def test_the_gaussian_fit_charges_two_approximate_dp_releases_within_the_budget(
     assert ledger.spent[0] <= 1.0 and ledger.spent[1] <= 1e-5
 
 
-@pytest.mark.parametrize("share", [0.0, 1.0, -0.1, math.nan, "x"])
-def test_the_solver_share_is_checked_before_any_charge(share):
+@pytest.mark.parametrize(
+    ("parameter", "share"),
+    [("solver_share", share) for share in (0.0, 1.0, -0.1, math.nan, "x")]
+    + [("jacobian_share", share) for share in (0.0, 1.0, math.nan, 1e-300)],
+)
+def test_the_shares_are_checked_before_any_charge(parameter, share):
     X, y = _data(200)
     ledger = dpl.Ledger(5.0, 0.0, adjacency="replace_one")
-    with pytest.raises(DPLedgerError, match="solver_share"):
+    with pytest.raises(DPLedgerError, match=parameter):
         ObjectivePerturbationClassifier(
-            epsilon=1.0, x_bound=1.0, adjacency="replace_one", solver_share=share, ledger=ledger
+            epsilon=1.0, x_bound=1.0, adjacency="replace_one", ledger=ledger, **{parameter: share}
         ).fit(X, y)
     assert ledger.receipts == ()
 
@@ -583,17 +587,6 @@ def test_the_logistic_classifier_charges_by_the_joint_bound_and_the_huber_svm_do
     c_r2 = 2 / (2 * 0.5)
     jac = math.log1p(c_r2 / (20_000 * 1e-3))
     assert huber.plan_.epsilon_jacobian == pytest.approx(jac, rel=1e-9)
-
-
-@pytest.mark.parametrize("share", [0.0, 1.0, math.nan, 1e-300])
-def test_the_jacobian_share_is_checked_and_moves_the_extra_ridge(share):
-    X, y = _data(200)
-    ledger = dpl.Ledger(5.0, 0.0, adjacency="replace_one")
-    with pytest.raises(DPLedgerError, match="jacobian_share"):
-        ObjectivePerturbationClassifier(
-            epsilon=1.0, x_bound=1.0, adjacency="replace_one", jacobian_share=share, ledger=ledger
-        ).fit(X, y)
-    assert ledger.receipts == ()
 
 
 @pytest.mark.parametrize("loss", ["generic", "logistic"])

@@ -52,49 +52,50 @@ def test_published_adassp_is_charged_its_true_cost_add_remove():
     assert expected <= _spent(model) <= expected * (1 + 1e-9)
 
 
-def test_published_adassp_replace_one_overspends_and_is_refused():
+@pytest.mark.parametrize(
+    ("estimator", "epsilon", "adjacency", "mu", "true_epsilon"),
+    [
+        pytest.param(
+            ADASSP,
+            5.0,
+            "replace_one",
+            # Wang: σ₀ = √log(6/δ)/(ε/3) per release; replace-one: λ_min moves by ≤ 1
+            # (Weyl), XᵀX by ≤ √2 (Frobenius), Xᵀy by ≤ 2
+            math.sqrt(1 + 2 + 4) / (math.sqrt(math.log(6e6)) / (5 / 3)),
+            5.540,
+            id="ADASSP-replace-one",
+        ),
+        pytest.param(
+            SSP,
+            1.0,
+            "add_remove",
+            # Wang: √log(4/δ)/ε per release, two releases of Δ = 1
+            math.sqrt(2) / math.sqrt(math.log(4e6)),
+            1.587,
+            id="SSP-add-remove",
+        ),
+    ],
+)
+def test_published_variants_that_overspend_are_refused_then_charged_their_true_cost(
+    estimator, epsilon, adjacency, mu, true_epsilon
+):
     X, y = _data()
     kw = dict(
-        epsilon=5.0,
+        epsilon=epsilon,
         delta=1e-6,
         x_bound=1,
         y_bound=1,
-        adjacency="replace_one",
+        adjacency=adjacency,
         variant="published",
         safe_noise=False,
         rng=0,
     )
     with pytest.raises(BudgetExceededError):
-        ADASSP(**kw).fit(X, y)  # a per-fit ledger holds the nominal (5, 1e-6)
-    ledger = dpl.Ledger(6.0, 1e-6, accountant="gdp", adjacency="replace_one")
-    ADASSP(**kw, ledger=ledger).fit(X, y)
-    sigma0 = math.sqrt(math.log(6e6)) / (5 / 3)
-    # replace-one: λ_min moves by ≤ 1 (Weyl), XᵀX by ≤ √2 (Frobenius), Xᵀy by ≤ 2
-    mu = math.sqrt(1 + 2 + 4) / sigma0
+        estimator(**kw).fit(X, y)  # a per-fit ledger holds the nominal (ε, 1e-6)
+    ledger = dpl.Ledger(epsilon + 1.0, 1e-6, accountant="gdp", adjacency=adjacency)
+    estimator(**kw, ledger=ledger).fit(X, y)
     expected = float(ref.gaussian_epsilon(1e-6, mu))
-    assert expected == pytest.approx(5.540, abs=1e-3)
-    assert expected <= ledger.spent[0] <= expected * (1 + 1e-9)
-
-
-def test_published_ssp_overspends_its_nominal_budget():
-    X, y = _data()
-    kw = dict(
-        epsilon=1.0,
-        delta=1e-6,
-        x_bound=1,
-        y_bound=1,
-        adjacency="add_remove",
-        variant="published",
-        safe_noise=False,
-        rng=0,
-    )
-    with pytest.raises(BudgetExceededError):
-        SSP(**kw).fit(X, y)
-    ledger = dpl.Ledger(2.0, 1e-6, accountant="gdp")
-    SSP(**kw, ledger=ledger).fit(X, y)
-    sigma = math.sqrt(math.log(4e6))  # Wang: √log(4/δ)/ε per release
-    expected = float(ref.gaussian_epsilon(1e-6, math.sqrt(2) / sigma))
-    assert expected == pytest.approx(1.587, abs=1e-3)
+    assert expected == pytest.approx(true_epsilon, abs=1e-3)
     assert expected <= ledger.spent[0] <= expected * (1 + 1e-9)
 
 

@@ -110,6 +110,20 @@ def noise_generator(rng: Any, ledger: Ledger | None) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(material))
 
 
+def store_parameters(estimator: Any, parameters: dict[str, Any]) -> None:
+    """Store an ``__init__``'s parameters on ``estimator``, as given (nothing validated).
+
+    Call it as the whole body of ``__init__``: ``store_parameters(self, locals())``. Each
+    parameter becomes the attribute of its name, which is all scikit-learn's contract asks
+    of ``__init__`` (``get_params``, ``set_params`` and ``clone`` read the signature and
+    these attributes); ``fit`` checks them. ``self`` and ``__class__`` are skipped, so no
+    other local may exist when it is called.
+    """
+    for name, value in parameters.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
 @dataclass(frozen=True)
 class Release:
     """One planned release of a fit: its name, the mechanism, and the statistic.
@@ -135,8 +149,9 @@ class _Scaled:
 class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
     """Base class: budget, ledger, variant and adjacency handling shared by estimators.
 
-    Subclasses define their parameters in ``__init__`` (keyword-only, stored as given)
-    and call :meth:`_release_all` from ``fit`` with the schedule of releases.
+    Subclasses define their parameters in ``__init__`` (keyword-only, stored as given by
+    :func:`store_parameters`) and call :meth:`_release_all` from ``fit`` with the schedule
+    of releases.
     """
 
     epsilon: Any
@@ -286,31 +301,47 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         like.check([m for m in make(p)])
         return float(p)
 
+    def _open_ledger(
+        self, mechanisms: Sequence[Any], ledger: Ledger | None
+    ) -> tuple[Ledger, np.random.Generator]:
+        """The ledger this fit's releases are charged to, and the generator of their noise.
+
+        Without a shared ``ledger``: a per-fit ledger of this fit's (ε, δ) that plans
+        exactly ``mechanisms`` (refused, recording nothing, if over budget). With one: the
+        whole schedule is checked against it. Either way before the first release; the
+        generator comes from ``rng`` and the shared ledger's position (:func:`noise_generator`).
+        """
+        if ledger is None:
+            epsilon, delta = self._budget()
+            own = Ledger(epsilon, delta, adjacency=self._adjacency())
+            own.plan(mechanisms, label=f"{type(self).__name__}.fit")  # refuses over budget
+            return own, noise_generator(self.rng, None)
+        ledger.check(mechanisms, decide=True)
+        return ledger, noise_generator(self.rng, ledger)
+
+    def _keep_ledger(self, ledger: Ledger, own: bool, mechanisms: Sequence[Any]) -> None:
+        """Set ``ledger_`` and ``releases_`` (the events charged, in order) after a fit."""
+        self.ledger_ = ledger
+        self._own_ledger = own
+        self.releases_ = [m.event for m in mechanisms]
+
     def _release_all(self, schedule: Sequence[Release], ledger: Ledger | None) -> list[Any]:
         """Check the whole schedule, then charge and draw each release in order.
 
         Sets ``ledger_`` and ``releases_``. Returns the noisy values.
         """
-        epsilon, delta = self._budget()
         mechanisms = [r.mechanism for r in schedule]
         for r in schedule:  # every statistic must be releasable before the first charge
             if not callable(r.value):
                 r.mechanism.validate(r.value)
-        shared = ledger
-        if ledger is None:
-            ledger = Ledger(epsilon, delta, adjacency=self._adjacency())
-            ledger.plan(mechanisms, label=f"{type(self).__name__}.fit")  # refuses over budget
-        else:
-            ledger.check(mechanisms, decide=True)
-        generator = noise_generator(self.rng, shared)
+        own = ledger is None
+        ledger, generator = self._open_ledger(mechanisms, ledger)
         name = type(self).__name__
         outputs: list[Any] = []
         for r in schedule:
             value = r.value(list(outputs)) if callable(r.value) else r.value
             outputs.append(ledger.release(r.mechanism, value, generator, label=f"{name}: {r.name}"))
-        self.ledger_ = ledger
-        self._own_ledger = shared is None
-        self.releases_ = [m.event for m in mechanisms]
+        self._keep_ledger(ledger, own, mechanisms)
         return outputs
 
     # -- a budget is never duplicated --------------------------------------------------

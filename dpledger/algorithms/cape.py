@@ -49,7 +49,7 @@ from dpledger._validation import check_int_at_least
 from dpledger.accountant import events as ev
 from dpledger.algorithms.base import noise_generator, symmetric_from_upper, upper
 from dpledger.algorithms.functional import FMLinearRegression, FMLogisticRegression
-from dpledger.algorithms.linear import solve_ridge
+from dpledger.algorithms.linear import _data_units, solve_ridge
 from dpledger.errors import InvalidArgumentError
 from dpledger.ledger import Ledger
 from dpledger.mechanisms.base import FloatingPointWarning
@@ -212,12 +212,10 @@ class CapeFM:
             sums[order] = np.sum(released, axis=0)
         c1, c2 = sums[0], symmetric_from_upper(sums[1], d)
         theta = solve_ridge(c2, -0.5 * c1, 0.0)
-        x_bound = float(self.x_bound)
-        features = arrays[0][2]
-        shrink = math.sqrt(2.0) if self.fit_intercept else 1.0
         scale = 1.0 if self.loss == "logistic" else float(self.y_bound or 1.0)
-        self.coef_ = scale * theta[:features] / (x_bound * shrink)
-        self.intercept_ = float(scale * theta[features] / shrink) if self.fit_intercept else 0.0
+        self.coef_, self.intercept_ = _data_units(
+            theta, arrays[0][2], float(self.x_bound), scale, bool(self.fit_intercept)
+        )
         self.site_ledgers_ = ledgers
         self.tau_ = (tau1, tau2)
         self.cape_factor_ = factor

@@ -187,6 +187,24 @@ class _Plan:
         """One release: the vector, whether it is integer-valued, its sensitivities."""
         self.items.append((value, integer, l1, l2, label))
 
+    def add_count(self, rows: int, group: np.ndarray | None, n_groups: int) -> None:
+        """The release of the number of ``rows`` records (per group): integer-valued."""
+        l1, l2 = _count_sensitivity(self.ledger.adjacency)
+        counts = _per_group(np.ones((rows, 1)), group, n_groups)
+        self.add(counts.reshape(-1), True, l1, l2, "count")
+
+    def add_sums(
+        self,
+        values: np.ndarray,
+        group: np.ndarray | None,
+        n_groups: int,
+        bounds: list[Bounds],
+        label: str,
+    ) -> None:
+        """The release of the column sums (per group) of ``values``, each within ``bounds``."""
+        l1, l2 = _sum_sensitivity(bounds, self.ledger.adjacency)
+        self.add(_per_group(values, group, n_groups).reshape(-1), False, l1, l2, label)
+
     def _factory(self, integer: bool, l1: float, l2: float, d: int) -> Callable[[float], Any]:
         if self.noise == "gaussian":
             if integer:
@@ -231,9 +249,13 @@ class _Plan:
         return out
 
 
+def _limits(bounds: list[Bounds]) -> tuple[np.ndarray, np.ndarray]:
+    """The columns' lower and upper bounds, as two arrays."""
+    return np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
+
+
 def _clip(values: np.ndarray, bounds: list[Bounds]) -> np.ndarray:
-    lo = np.array([b[0] for b in bounds])
-    hi = np.array([b[1] for b in bounds])
+    lo, hi = _limits(bounds)
     clipped: np.ndarray = np.clip(np.nan_to_num(values, nan=0.0), lo, hi)
     return clipped
 
@@ -323,10 +345,7 @@ def count(
     plan = _Plan(ledger, noise, share, epsilon, delta)
     if keys is None and ledger.adjacency == ev.REPLACE_ONE:
         return float(n)
-    ones = np.ones((n, 1))
-    counts = _per_group(ones, group, len(keys) if keys else 1)
-    l1, l2 = _count_sensitivity(ledger.adjacency)
-    plan.add(counts.reshape(-1), True, l1, l2, "count")
+    plan.add_count(n, group, len(keys) if keys else 1)
     (noisy,) = plan.run(rng)
     return _shape(noisy, None, keys, None)
 
@@ -349,9 +368,8 @@ def sum(
     column_bounds = _bounds(bounds, names, values.shape[1])
     group, keys = _groups(by, groups, values.shape[0])
     plan = _Plan(ledger, noise, share, epsilon, delta)
-    sums = _per_group(_clip(values, column_bounds), group, len(keys) if keys else 1)
-    l1, l2 = _sum_sensitivity(column_bounds, ledger.adjacency)
-    plan.add(sums.reshape(-1), False, l1, l2, "sum")
+    n_groups = len(keys) if keys else 1
+    plan.add_sums(_clip(values, column_bounds), group, n_groups, column_bounds, "sum")
     (noisy,) = plan.run(rng)
     return _shape(noisy, names, keys, index)
 
@@ -380,20 +398,13 @@ def _moments(
     centred = _clip(values, column_bounds) - middle
     public_n = keys is None and ledger.adjacency == ev.REPLACE_ONE
     if not public_n:
-        l1, l2 = _count_sensitivity(ledger.adjacency)
-        ones = np.ones((values.shape[0], 1))
-        plan.add(_per_group(ones, group, n_groups).reshape(-1), True, l1, l2, "count")
+        plan.add_count(values.shape[0], group, n_groups)
     # centred on the middle of the bounds: each value moves the sum by at most half the
     # range (add/remove) or the whole range (replace-one)
-    centred_bounds = [(-h, h) for h in half]
-    l1, l2 = _sum_sensitivity(centred_bounds, ledger.adjacency)
-    plan.add(_per_group(centred, group, n_groups).reshape(-1), False, l1, l2, "sum")
+    plan.add_sums(centred, group, n_groups, [(-h, h) for h in half], "sum")
     if second:
         square_bounds = [(0.0, h * h) for h in half]
-        l1, l2 = _sum_sensitivity(square_bounds, ledger.adjacency)
-        plan.add(
-            _per_group(centred**2, group, n_groups).reshape(-1), False, l1, l2, "sum of squares"
-        )
+        plan.add_sums(centred**2, group, n_groups, square_bounds, "sum of squares")
     released = plan.run(rng)
     if public_n:
         n = np.full((n_groups, 1), float(values.shape[0]))
@@ -427,8 +438,7 @@ def mean(
         data, bounds, ledger, by, groups, share, epsilon, delta, noise, rng, second=False
     )
     middle = np.array([(lo + hi) / 2 for lo, hi in column_bounds])
-    lo = np.array([b[0] for b in column_bounds])
-    hi = np.array([b[1] for b in column_bounds])
+    lo, hi = _limits(column_bounds)
     result = np.clip(middle + s1 / np.maximum(n, 1.0), lo, hi)
     return _shape(result, names, keys, None)
 

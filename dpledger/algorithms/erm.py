@@ -109,7 +109,7 @@ from dpledger._validation import (
 )
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import PrivateEstimator, Release
+from dpledger.algorithms.base import PrivateEstimator, Release, store_parameters
 from dpledger.algorithms.linear import BinaryClassifierOutputs, _scale_rows
 from dpledger.errors import DPLedgerError, InvalidArgumentError
 from dpledger.mechanisms import Gaussian, KNorm
@@ -461,6 +461,7 @@ def _gaussian_delta(epsilon_g: float, mu: float, adjacency: str) -> float:
 
 
 def _finite_positive(name: str, value: Any) -> float:
+    """``value`` as a float, positive and finite (the check of every real parameter here)."""
     number = check_positive(name, value)
     if math.isinf(number):
         raise InvalidArgumentError(f"`{name}` must be finite. Found {value!r}.")
@@ -554,6 +555,22 @@ def _check_ridge(ridge: float, share: float, epsilon: float) -> None:
         )
 
 
+def _laplace_noise(gradient_bound: float, budget: float, epsilon: float) -> tuple[float, float]:
+    """(Gamma scale of ‖b‖, the ε′ it gives) for ℓ₂-Laplace noise within ``budget``.
+
+    The scale kL/ε′ is rounded up and the ε′ it really gives is recomputed from it (also
+    rounded up), so the ε′ charged is never below the noise's; ``gradient_bound`` is kL
+    and ``epsilon`` the fit's ε, named in the error when no finite scale exists.
+    """
+    scale = div_up(gradient_bound, budget)
+    if not math.isfinite(scale):
+        raise InvalidArgumentError(
+            f"no finite noise meets epsilon={epsilon!r}: the budget is below "
+            "floating-point resolution."
+        )
+    return scale, div_up(gradient_bound, scale)
+
+
 def _joint_plan(
     epsilon: float, lipschitz: float, cr2: float, n: float, lam: float, k: int, share: float
 ) -> PerturbationPlan:
@@ -591,13 +608,7 @@ def _joint_plan(
     prime *= 1 - 4 * _MARGIN
     if not prime > 0:  # pragma: no cover - at least (1 − share)·ε is left
         raise InvalidArgumentError(f"no budget left for the noise at epsilon={epsilon!r}.")
-    scale = div_up(k * lipschitz, prime)
-    if not math.isfinite(scale):
-        raise InvalidArgumentError(
-            f"no finite noise meets epsilon={epsilon!r}: the budget is below "
-            "floating-point resolution."
-        )
-    noise_eps = div_up(k * lipschitz, scale)
+    scale, noise_eps = _laplace_noise(k * lipschitz, prime, epsilon)
     total = cost(noise_eps, lam + extra)
     if total > epsilon:  # pragma: no cover - the bisections keep the feasible side
         raise InvalidArgumentError("internal error: the joint bound missed ε.")
@@ -684,13 +695,7 @@ def objective_perturbation_plan(
     if not budget > 0:  # pragma: no cover - jac <= ε/2 (rounded) leaves half of ε
         raise InvalidArgumentError(f"no budget left for the noise at epsilon={epsilon!r}.")
     if noise == "laplace":
-        scale = div_up(k * lipschitz, budget)
-        if not math.isfinite(scale):
-            raise InvalidArgumentError(
-                f"no finite noise meets epsilon={epsilon!r}: the budget is below "
-                "floating-point resolution."
-            )
-        noise_eps = div_up(k * lipschitz, scale)
+        scale, noise_eps = _laplace_noise(k * lipschitz, budget, epsilon)
         return PerturbationPlan(sum_up(noise_eps, jac), 0.0, noise_eps, jac, extra, noise, scale)
     tail = delta / (4 if k == 2 else 2)
     z = float(stats.norm.isf(tail)) * (1 + _MARGIN) + _MARGIN
@@ -777,9 +782,7 @@ class _ERM(PrivateEstimator):
             name = check_choice("loss", self.loss, ("logistic", "huber"))
             if name == "logistic":
                 return _Loss("logistic", 1.0, 0.25)
-            h = check_positive("huber_width", self.huber_width)
-            if math.isinf(h):
-                raise InvalidArgumentError(f"`huber_width` must be finite. Found {h!r}.")
+            h = _finite_positive("huber_width", self.huber_width)
             return _Loss("huber_svm", 1.0, 1.0 / (2.0 * h), h)
         if self.loss in ("squared", "squared_error", "linear"):
             raise InvalidArgumentError(
@@ -788,9 +791,7 @@ class _ERM(PrivateEstimator):
                 "`huber_threshold` κ ≥ the residuals you expect (least squares within κ)."
             )
         check_choice("loss", self.loss, ("huber",))
-        kappa = check_positive("huber_threshold", self.huber_threshold)
-        if math.isinf(kappa):
-            raise InvalidArgumentError(f"`huber_threshold` must be finite. Found {kappa!r}.")
+        kappa = _finite_positive("huber_threshold", self.huber_threshold)
         return _Loss("huber", kappa, 1.0, kappa)
 
     def _geometry(self) -> tuple[float, float]:
@@ -798,9 +799,7 @@ class _ERM(PrivateEstimator):
         bound = self._bound("x_bound", self.x_bound)
         s = 0.0
         if self.fit_intercept:
-            s = check_positive("intercept_scaling", self.intercept_scaling)
-            if math.isinf(s):
-                raise InvalidArgumentError(f"`intercept_scaling` must be finite. Found {s!r}.")
+            s = _finite_positive("intercept_scaling", self.intercept_scaling)
         return bound, s
 
     def _design(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -839,22 +838,14 @@ class _ERM(PrivateEstimator):
                     "number of rows that normalises the objective. Found None."
                 )
             return float(rows)  # replace-one: neighbours share the size
-        size = check_positive("data_size", self.data_size)
-        if math.isinf(size):
-            raise InvalidArgumentError(f"`data_size` must be finite. Found {size!r}.")
-        return size
+        return _finite_positive("data_size", self.data_size)
 
     def _solver(self) -> tuple[float, int]:
-        tol = check_positive("tol", self.tol)
-        if math.isinf(tol):
-            raise InvalidArgumentError(f"`tol` must be finite. Found {tol!r}.")
+        tol = _finite_positive("tol", self.tol)
         return tol, check_int_at_least("max_iter", self.max_iter, 1)
 
     def _regularization(self) -> float:
-        lam = check_positive("l2_regularization", self.l2_regularization)
-        if math.isinf(lam):
-            raise InvalidArgumentError(f"`l2_regularization` must be finite. Found {lam!r}.")
-        return lam
+        return _finite_positive("l2_regularization", self.l2_regularization)
 
     def _noise(self) -> str:
         noise = check_choice("noise", self.noise, NOISES)
@@ -1022,12 +1013,6 @@ _COMMON_ARGS = """epsilon: The ε this fit must meet.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded)."""
 
 
-def _init(self: Any, local: dict[str, Any]) -> None:
-    for key, value in local.items():
-        if key not in ("self", "__class__"):
-            setattr(self, key, value)
-
-
 class ObjectivePerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Objective):  # type: ignore[misc]
     """Objective perturbation for logistic regression or the Huber SVM (labels 0 and 1).
 
@@ -1085,7 +1070,7 @@ class ObjectivePerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, 
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        _init(self, locals())
+        store_parameters(self, locals())
 
 
 class ObjectivePerturbationRegressor(RegressorMixin, _Objective):  # type: ignore[misc]
@@ -1134,7 +1119,7 @@ class ObjectivePerturbationRegressor(RegressorMixin, _Objective):  # type: ignor
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        _init(self, locals())
+        store_parameters(self, locals())
 
 
 class OutputPerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Output):  # type: ignore[misc]
@@ -1175,7 +1160,7 @@ class OutputPerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Ou
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        _init(self, locals())
+        store_parameters(self, locals())
 
 
 class OutputPerturbationRegressor(RegressorMixin, _Output):  # type: ignore[misc]
@@ -1212,7 +1197,7 @@ class OutputPerturbationRegressor(RegressorMixin, _Output):  # type: ignore[misc
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        _init(self, locals())
+        store_parameters(self, locals())
 
 
 for _cls in (

@@ -81,7 +81,7 @@ from dpledger._public import namespace
 from dpledger._validation import check_choice, check_positive, check_reals
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import Release, symmetric_from_upper, upper
+from dpledger.algorithms.base import Release, store_parameters, symmetric_from_upper, upper
 from dpledger.algorithms.linear import (
     BinaryClassifierOutputs,
     _SufficientStatisticsRegression,
@@ -222,22 +222,16 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
             )
         return str(self.method)
 
-    def _labels_transform(self) -> _data.Transform:
-        rows = self._rows()
-
-        def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
-            if y is not None and not np.all((y == 0) | (y == 1)):
-                raise InvalidArgumentError("`y` must be 0 or 1 (two classes).")
-            return rows(X), y
-
-        return transform
-
     def _coefficients(self, X: Any, y: Any) -> tuple[float, np.ndarray, np.ndarray, int]:
         """(C₀, C₁, C₂) summed over the rows, and the number of features."""
         Xd = _data.as_design(X)
         yd = _data.as_target(y, None if _data.is_dask(Xd) else Xd.shape[0])
         logistic = self.loss == "logistic"
-        transform = self._labels_transform() if logistic else self._transform()
+        transform = (
+            self._binary_labels("`y` must be 0 or 1 (two classes).")
+            if logistic
+            else self._transform()
+        )
 
         def moments(Xb: np.ndarray, yb: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
             assert yb is not None
@@ -483,19 +477,7 @@ class FMLinearRegression(_FunctionalMechanism):
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.adjacency = adjacency
-        self.method = method
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.budget_split = budget_split
-        self.variant = variant
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def fit(self, X: Any, y: Any) -> FMLinearRegression:
         """Release the loss's coefficients with noise and minimise the noisy loss."""
@@ -547,18 +529,7 @@ class FMLogisticRegression(
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.adjacency = adjacency
-        self.method = method
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.budget_split = budget_split
-        self.variant = variant
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def fit(self, X: Any, y: Any) -> FMLogisticRegression:
         """Release the Taylor coefficients with noise and minimise the noisy loss."""

@@ -38,7 +38,7 @@ from dpledger._validation import (
 )
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import noise_generator
+from dpledger.algorithms.base import store_parameters
 from dpledger.algorithms.linear import BinaryClassifierOutputs, _SufficientStatisticsRegression
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian
@@ -125,9 +125,7 @@ class _NoisyGD(_SufficientStatisticsRegression):
         return make(self._calibrate(make, ledger, initial=guess))
 
     def _fit_gd(self, X: Any, y: Any) -> np.ndarray:
-        from dpledger.ledger import Ledger
-
-        epsilon, delta = self._budget()
+        self._budget()
         adjacency = self._adjacency()
         ledger = self._shared_ledger()
         rate_eta = check_positive("learning_rate", self.learning_rate)
@@ -148,16 +146,16 @@ class _NoisyGD(_SufficientStatisticsRegression):
             size = float(Xd.shape[0])  # replace-one: neighbours share the size
         else:
             size = float(check_positive("data_size", self.data_size))
-        Xs, ys = (self._labels() if self.loss == "logistic" else self._transform())(Xd, yd)
+        transform = (
+            self._binary_labels("`y` must be 0 or 1 for the logistic loss.")
+            if self.loss == "logistic"
+            else self._transform()
+        )
+        Xs, ys = transform(Xd, yd)
         d = Xs.shape[1]
         mechanisms = self._steps_plan(d, ledger)
         own = ledger is None
-        if ledger is None:
-            ledger = Ledger(epsilon, delta, adjacency=adjacency)
-            ledger.plan(mechanisms, label=f"{type(self).__name__}.fit")
-        else:
-            ledger.check(mechanisms, decide=True)
-        generator = noise_generator(self.rng, None if own else ledger)
+        ledger, generator = self._open_ledger(mechanisms, ledger)
         labels: np.ndarray = np.asarray(ys, dtype=float)
         rate = self.sampling_rate if self.sampling_rate not in (None, 1.0) else None
         w = np.zeros(d)
@@ -171,22 +169,10 @@ class _NoisyGD(_SufficientStatisticsRegression):
             noisy: np.ndarray = np.asarray(ledger.release(mechanism, total, generator, label=label))
             expected = size * (1.0 if rate is None else rate)
             w = w - rate_eta * (noisy / expected + alpha * w)
-        self.ledger_ = ledger
-        self._own_ledger = own
-        self.releases_ = [m.event for m in mechanisms]
+        self._keep_ledger(ledger, own, mechanisms)
         self.sigma_ = mechanisms[0].sigma
         self.n_features_in_ = int(Xd.shape[1])
         return w
-
-    def _labels(self) -> _data.Transform:
-        rows = self._rows()
-
-        def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
-            if y is not None and not np.all((y == 0) | (y == 1)):
-                raise InvalidArgumentError("`y` must be 0 or 1 for the logistic loss.")
-            return rows(X), y
-
-        return transform
 
 
 class NoisyGD(_NoisyGD):
@@ -234,22 +220,7 @@ class NoisyGD(_NoisyGD):
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.adjacency = adjacency
-        self.steps = steps
-        self.learning_rate = learning_rate
-        self.clip = clip
-        self.sampling_rate = sampling_rate
-        self.data_size = data_size
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def fit(self, X: Any, y: Any) -> NoisyGD:
         """Run the T noisy steps (all planned and checked before the first)."""
@@ -303,21 +274,7 @@ class NoisyGDClassifier(BinaryClassifierOutputs, ClassifierMixin, _NoisyGD):  # 
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.adjacency = adjacency
-        self.steps = steps
-        self.learning_rate = learning_rate
-        self.clip = clip
-        self.sampling_rate = sampling_rate
-        self.data_size = data_size
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def fit(self, X: Any, y: Any) -> NoisyGDClassifier:
         """Run the T noisy steps of logistic regression."""

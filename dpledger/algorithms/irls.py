@@ -53,7 +53,7 @@ from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import noise_generator, symmetric_from_upper, upper
+from dpledger.algorithms.base import store_parameters, symmetric_from_upper, upper
 from dpledger.algorithms.linear import _SufficientStatisticsRegression, solve_ridge
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, Laplace
@@ -97,6 +97,8 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         6
     """
 
+    loss: str
+
     def __init__(
         self,
         *,
@@ -117,22 +119,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.adjacency = adjacency
-        self.loss = loss
-        self.iterations = iterations
-        self.weight_cap = weight_cap
-        self.first_moment = first_moment
-        self.second_moment = second_moment
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.variant = variant
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     # -- the model ------------------------------------------------------------------------
 
@@ -147,18 +134,13 @@ class PrivateIRLS(_SufficientStatisticsRegression):
     def _transform(self) -> _data.Transform:
         if self._scale_y():
             return super()._transform()
+        if self.loss == "logistic":
+            return self._binary_labels("`y` must be 0 or 1 for loss='logistic'.")
         rows = self._rows()
         y_bound = self._y_bound()
-        logistic = self.loss == "logistic"
 
         def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
-            if y is None:
-                return rows(X), None
-            if logistic:
-                if not np.all((y == 0) | (y == 1)):
-                    raise InvalidArgumentError("`y` must be 0 or 1 for loss='logistic'.")
-                return rows(X), y
-            return rows(X), np.clip(y, 0.0, y_bound)
+            return rows(X), None if y is None else np.clip(y, 0.0, y_bound)
 
         return transform
 
@@ -287,7 +269,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
     def fit(self, X: Any, y: Any) -> PrivateIRLS:
         """Check the 2J releases fit the ledger; then J rounds of release and re-weight."""
         epsilon, delta = self._budget()
-        adjacency = self._adjacency()
+        self._adjacency()
         variant = self._variant()
         ledger = self._shared_ledger()
         _, _, iterations, _ = self._check_options(delta, variant)
@@ -305,9 +287,6 @@ class PrivateIRLS(_SufficientStatisticsRegression):
                 "true_mean_loss": iterations * eps_step * math.expm1(eps_step),
                 "subgaussian_tau": math.sqrt(2 * iterations) * eps_step,
             }
-        # check the whole schedule before the first release (nothing drawn if refused)
-        from dpledger.ledger import Ledger
-
         # the first pass before any check or charge: malformed data (labels, NaN in a
         # dask partition) fails here, having decided nothing and spent nothing
         theta = np.zeros(d)
@@ -319,14 +298,9 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         for m, bound in zip(mechanisms[:2], (r * count, math.sqrt(2) * w * count), strict=True):
             if not isinstance(m, Wishart):
                 m.validate(np.full(m.dimension, bound))
+        # check the whole schedule before the first release (nothing drawn if refused)
         own = ledger is None
-        if own:
-            ledger = Ledger(epsilon, delta, adjacency=adjacency)
-            ledger.plan(mechanisms, label="PrivateIRLS.fit")
-        else:
-            assert ledger is not None
-            ledger.check(mechanisms, decide=True)
-        generator = noise_generator(self.rng, None if own else ledger)
+        ledger, generator = self._open_ledger(mechanisms, ledger)
         for t in range(iterations):
             matrix, vector = (
                 first_pass
@@ -360,9 +334,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
             ridge = 0.0 if isinstance(m_second, Wishart) else m_second.sigma * math.sqrt(2 * d)
             step = solve_ridge(noisy_matrix, noisy_vector, ridge)
             theta = step if self.loss == "lad" else theta + step
-        self.ledger_ = ledger
-        self._own_ledger = own
-        self.releases_ = [m.event for m in mechanisms]
+        self._keep_ledger(ledger, own, mechanisms)
         self.ridge_ = (
             0.0 if isinstance(mechanisms[1], Wishart) else mechanisms[1].sigma * math.sqrt(2 * d)
         )

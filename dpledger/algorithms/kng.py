@@ -72,7 +72,7 @@ from dpledger._public import namespace
 from dpledger._validation import check_choice, check_int_at_least, check_probability
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import PrivateEstimator, Release
+from dpledger.algorithms.base import PrivateEstimator, Release, store_parameters
 from dpledger.algorithms.linear import _row_norms
 from dpledger.errors import DPLedgerError, InvalidArgumentError
 from dpledger.mechanisms._rng import resolve_rng
@@ -670,24 +670,23 @@ class _QuantileRelease(Mechanism):
 # -- estimators ---------------------------------------------------------------------------
 
 
+def _norms(X: np.ndarray, norm: str) -> np.ndarray:
+    """‖x‖_K of every row: "l2" (without under- or overflow), "l1" or else ℓ∞."""
+    if norm == "l2":
+        return _row_norms(X)
+    if norm == "l1":
+        return np.asarray(np.abs(X).sum(axis=1))
+    return np.asarray(np.abs(X).max(axis=1))
+
+
 def _clip_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
     """Rows with ‖x‖_K > bound scaled onto the sphere of radius bound (record-local)."""
     X = np.ascontiguousarray(X, dtype=float)  # one summation order, whatever the layout
-    if norm == "l2":
-        norms = _row_norms(X)
-    elif norm == "l1":
-        norms = np.abs(X).sum(axis=1)
-    else:
-        norms = np.abs(X).max(axis=1)
+    norms = _norms(X, norm)
     factor = np.where(norms > bound, bound / np.where(norms > 0, norms, 1.0), 1.0)
     clipped = np.asarray(X * factor[:, None], dtype=float)
     # rounding may leave a clipped row a hair outside: shrink it (the bound must hold)
-    if norm == "l2":
-        after = _row_norms(clipped)
-    elif norm == "l1":
-        after = np.abs(clipped).sum(axis=1)
-    else:
-        after = np.abs(clipped).max(axis=1)
+    after = _norms(clipped, norm)
     over = after > bound
     if over.any():
         clipped[over] *= (bound / after[over] * (1.0 - 2.0**-50))[:, None]
@@ -855,18 +854,7 @@ class KNGLinearRegression(_LinearRegression):
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.theta_bound = theta_bound
-        self.adjacency = adjacency
-        self.fit_intercept = fit_intercept
-        self.ridge = ridge
-        self.norm = norm
-        self.max_proposals = max_proposals
-        self.ledger = ledger
-        self.rng = rng
+        store_parameters(self, locals())
 
     def _sensitivity(self, b: float, y_bound: float, theta_bound: float, adjacency: str) -> float:
         return squared_gradient_sensitivity(b, y_bound, theta_bound, adjacency)
@@ -913,17 +901,7 @@ class ExponentialLinearRegression(_LinearRegression):
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.theta_bound = theta_bound
-        self.adjacency = adjacency
-        self.fit_intercept = fit_intercept
-        self.ridge = ridge
-        self.max_proposals = max_proposals
-        self.ledger = ledger
-        self.rng = rng
+        store_parameters(self, locals())
 
     def _sensitivity(self, b: float, y_bound: float, theta_bound: float, adjacency: str) -> float:
         return squared_loss_range(b, y_bound, theta_bound)
@@ -1050,20 +1028,7 @@ class KNGQuantileRegression(_QuantileRegression):
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.theta_bound = theta_bound
-        self.adjacency = adjacency
-        self.tau = tau
-        self.norm = norm
-        self.fit_intercept = fit_intercept
-        self.chains = chains
-        self.burn_in = burn_in
-        self.samples = samples
-        self.ledger = ledger
-        self.rng = rng
+        store_parameters(self, locals())
 
     def _norm(self) -> str:
         return check_choice("norm", self.norm, NORMS)
@@ -1113,19 +1078,7 @@ class ExponentialQuantileRegression(_QuantileRegression):
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.theta_bound = theta_bound
-        self.adjacency = adjacency
-        self.tau = tau
-        self.fit_intercept = fit_intercept
-        self.chains = chains
-        self.burn_in = burn_in
-        self.samples = samples
-        self.ledger = ledger
-        self.rng = rng
+        store_parameters(self, locals())
 
 
 __dir__ = namespace(__all__)

@@ -67,6 +67,7 @@ from dpledger.algorithms import _data
 from dpledger.algorithms.base import (
     PrivateEstimator,
     Release,
+    store_parameters,
     symmetric_from_upper,
     upper,
 )
@@ -145,6 +146,21 @@ def _scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
     return Xs
 
 
+def _data_units(
+    theta: np.ndarray, features: int, x_bound: float, y_scale: float, fit_intercept: bool
+) -> tuple[np.ndarray, float]:
+    """(coef, intercept) in data units from θ fitted on the scaled rows.
+
+    The rows were divided by ``x_bound`` and, with an intercept, augmented by the constant
+    column and divided by √2; the target was divided by ``y_scale`` (1 where the labels
+    were not scaled). Post-processing of the released θ.
+    """
+    shrink = math.sqrt(2.0) if fit_intercept else 1.0
+    coef = y_scale * theta[:features] / (x_bound * shrink)
+    intercept = float(y_scale * theta[features] / shrink) if fit_intercept else 0.0
+    return coef, intercept
+
+
 class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type: ignore[misc]
     """Shared parts of SSP and ADASSP: scaling, statistics, prediction."""
 
@@ -188,6 +204,20 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
 
         return transform
 
+    def _binary_labels(self, message: str) -> _data.Transform:
+        """Rows as :meth:`_rows` scales them, and labels refused unless 0 or 1 (``message``).
+
+        The labels are kept as they are (not scaled): for models of a binary outcome.
+        """
+        rows = self._rows()
+
+        def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
+            if y is not None and not np.all((y == 0) | (y == 1)):
+                raise InvalidArgumentError(message)
+            return rows(X), y
+
+        return transform
+
     def _statistics(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, int]:
         X = _data.as_design(X)
         rows = None if _data.is_dask(X) else X.shape[0]
@@ -202,17 +232,15 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
     def _set_coefficients(
         self, theta: np.ndarray, features: int, y_scale: float | None = None
     ) -> None:
-        """coef_ and intercept_ in data units from θ fitted on the scaled rows.
+        """coef_ and intercept_ in data units (:func:`_data_units`) from θ on the scaled rows.
 
-        The rows were divided by ``x_bound`` (and, with an intercept, augmented and
-        divided by √2); the target by ``y_scale`` (default ``y_bound``; 1 where the
-        labels were not scaled). One mapping for every estimator.
+        The target was divided by ``y_scale``: ``y_bound`` by default, 1 where the labels
+        were not scaled. One mapping for every estimator (and for :class:`.cape.CapeFM`).
         """
-        x_bound = float(self.x_bound)
         scale = float(self.y_bound) if y_scale is None else y_scale
-        shrink = math.sqrt(2.0) if self.fit_intercept else 1.0
-        self.coef_ = scale * theta[:features] / (x_bound * shrink)
-        self.intercept_ = float(scale * theta[features] / shrink) if self.fit_intercept else 0.0
+        self.coef_, self.intercept_ = _data_units(
+            theta, features, float(self.x_bound), scale, bool(self.fit_intercept)
+        )
 
     def predict(self, X: Any) -> np.ndarray:
         """Predictions x·coef_ + intercept_ (post-processing of the released statistics)."""
@@ -304,19 +332,7 @@ class ADASSP(_SufficientStatisticsRegression):
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.adjacency = adjacency
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.rho = rho
-        self.budget_split = budget_split
-        self.variant = variant
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def _split(self) -> tuple[float, float, float]:
         if self.budget_split is None:
@@ -427,17 +443,7 @@ class SSP(_SufficientStatisticsRegression):
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.y_bound = y_bound
-        self.adjacency = adjacency
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.variant = variant
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def fit(self, X: Any, y: Any) -> SSP:
         """Check the schedule fits the ledger, release X̃ᵀX̃ and X̃ᵀỹ, solve."""

@@ -38,6 +38,7 @@ from dpledger._public import namespace
 from dpledger._validation import check_real
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
+from dpledger.algorithms.base import store_parameters
 from dpledger.algorithms.functional import _FunctionalMechanism
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 
@@ -277,17 +278,7 @@ class FMPolynomialRegression(_FunctionalMechanism):
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.loss = loss
-        self.epsilon = epsilon
-        self.delta = delta
-        self.x_bound = x_bound
-        self.adjacency = adjacency
-        self.fit_intercept = fit_intercept
-        self.row_norm = row_norm
-        self.budget_split = budget_split
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def _loss(self) -> PolynomialLoss:
         if not isinstance(self.loss, PolynomialLoss):

@@ -32,7 +32,7 @@ from sklearn.base import TransformerMixin
 from dpledger._public import namespace
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import PrivateEstimator, Release
+from dpledger.algorithms.base import PrivateEstimator, Release, store_parameters
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian
 
@@ -73,13 +73,7 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
         safe_noise: bool = True,
         rng: Any = None,
     ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.bounds = bounds
-        self.adjacency = adjacency
-        self.ledger = ledger
-        self.safe_noise = safe_noise
-        self.rng = rng
+        store_parameters(self, locals())
 
     def _feature_bounds(self, features: int) -> tuple[np.ndarray, np.ndarray]:
         if self.bounds is None:

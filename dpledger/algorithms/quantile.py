@@ -43,6 +43,22 @@ from dpledger.mechanisms.base import warn_floating_point
 __all__ = ["quantile"]
 
 
+def _intervals(values: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """The edges lo, x₍₁₎, …, x₍ₙ₎, hi of sorted ``values`` and the n + 1 lengths between."""
+    edges = np.concatenate([[lo], values, [hi]])
+    return edges, np.diff(edges)
+
+
+def _gumbel_max(log_weights: np.ndarray, keep: np.ndarray, rng: np.random.Generator) -> int:
+    """An index k among ``keep``, drawn with probability ∝ exp(log_weights[k]).
+
+    Gumbel-max: one uniform per index (all of them drawn, kept or not), the argmax of
+    log-weight plus Gumbel noise.
+    """
+    gumbel = -np.log(-np.log(rng.random(log_weights.size)))
+    return int(np.argmax(np.where(keep, log_weights + gumbel, -np.inf)))
+
+
 def _sample(
     values: np.ndarray,
     q: float,
@@ -54,13 +70,11 @@ def _sample(
 ) -> float:
     """One exact KNG draw for the q-quantile of sorted ``values`` in [lo, hi]."""
     n = values.size
-    edges = np.concatenate([[lo], values, [hi]])
-    lengths = np.diff(edges)
+    edges, lengths = _intervals(values, lo, hi)
     below = np.arange(n + 1, dtype=float)  # #{x < θ} on interval k
     with np.errstate(divide="ignore"):
         log_w = np.log(lengths) - epsilon * np.abs(below - q * n) / (2.0 * sensitivity)
-    gumbel = -np.log(-np.log(rng.random(n + 1)))
-    k = int(np.argmax(np.where(np.isfinite(log_w), log_w + gumbel, -np.inf)))
+    k = _gumbel_max(log_w, np.isfinite(log_w), rng)
     return float(edges[k] + rng.random() * lengths[k])
 
 
@@ -93,8 +107,7 @@ def _sample_exponential(
     then invert the CDF of the exponential truncated to it (log1p/expm1: stable).
     """
     n = values.size
-    edges = np.concatenate([[lo], values, [hi]])
-    lengths = np.diff(edges)
+    edges, lengths = _intervals(values, lo, hi)
     c = epsilon / (2.0 * sensitivity)
     slopes = np.arange(n + 1, dtype=float) - q * n
     start = q * float(np.sum(values - lo))  # L(lo): every point is ≥ lo
@@ -102,8 +115,7 @@ def _sample_exponential(
     u = c * slopes * lengths
     with np.errstate(divide="ignore"):
         log_mass = -c * at_edges + np.log(lengths) + _log_h(u)
-    gumbel = -np.log(-np.log(rng.random(n + 1)))
-    k = int(np.argmax(np.where(lengths > 0, log_mass + gumbel, -np.inf)))
+    k = _gumbel_max(log_mass, lengths > 0, rng)
     rate, length, v = c * slopes[k], lengths[k], rng.random()
     if abs(rate * length) < 1e-12:
         return float(edges[k] + v * length)
