@@ -169,9 +169,7 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
                 f"{type(self).__name__} needs `epsilon`, the guarantee this fit must meet. "
                 "Found None."
             )
-        epsilon = check_positive("epsilon", self.epsilon)
-        if math.isinf(epsilon):
-            raise InvalidArgumentError(f"`epsilon` must be finite. Found {self.epsilon!r}.")
+        epsilon = check_positive("epsilon", self.epsilon)  # refuses ∞ too
         if self.delta is None:
             raise InvalidArgumentError(
                 f"{type(self).__name__} needs `delta` (0 for pure DP where the method allows "
@@ -217,10 +215,7 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
                 f"`{name}` must be declared: bounds are never estimated from the data (that "
                 "would leak it). Found None."
             )
-        bound = check_positive(name, value)
-        if math.isinf(bound):
-            raise InvalidArgumentError(f"`{name}` must be finite. Found {value!r}.")
-        return bound
+        return check_positive(name, value)  # refuses ∞ too
 
     def _fitted_input(self, X: Any, attribute: str) -> Any:
         """``X`` for predict/transform: fitted first, validated, with fit's feature count.

@@ -462,10 +462,7 @@ def _gaussian_delta(epsilon_g: float, mu: float, adjacency: str) -> float:
 
 def _finite_positive(name: str, value: Any) -> float:
     """``value`` as a float, positive and finite (the check of every real parameter here)."""
-    number = check_positive(name, value)
-    if math.isinf(number):
-        raise InvalidArgumentError(f"`{name}` must be finite. Found {value!r}.")
-    return number
+    return check_positive(name, value)  # "positive and finite": refuses ∞ too
 
 
 def _check_setting(

@@ -208,9 +208,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
                 "`iterations` must be at most 10,000 (each is a pass over the rows and two "
                 f"releases). Found an integer of {len(str(iterations))} digits."
             )
-        cap = check_positive("weight_cap", self.weight_cap)
-        if math.isinf(cap):
-            raise InvalidArgumentError(f"`weight_cap` must be finite. Found {cap!r}.")
+        cap = check_positive("weight_cap", self.weight_cap)  # refuses ∞ too
         return first, second, iterations, cap
 
     def schedule(self, n_features: int) -> list[ev.Event]:
