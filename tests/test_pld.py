@@ -440,3 +440,37 @@ def test_fft_error_bound_holds_for_power_of_two_and_5_smooth_sizes(size):
         error = np.abs(computed[rows].real - real) + np.abs(computed[rows].imag - imag)
         worst = max(worst, float(np.max(error)))
     assert worst <= _fft_error(size) * float(np.sum(x)) / 10
+
+
+@pytest.mark.parametrize(("mu", "delta"), [(10.0, 1e-200), (22.0, 1e-60), (25.0, 1e-40)])
+def test_p_mass_beyond_the_quadrature_range_is_not_dropped(mu, delta):
+    """The Gaussian pair integrated outputs |x| ≤ 38.5 only and dropped P = N(μ, 1)'s mass
+    above: 5.9e-179 at μ = 10, and ε(1e-200) came out 332.5 where the exact value is
+    351.6 (helper review, issue 15). That mass now goes to +∞: the answer is never below
+    the exact ε (here ∞: a mass at +∞ above δ certifies nothing finite)."""
+    exact = float(ref.gaussian_epsilon(delta, mu))
+    assert acc.epsilon(ev.Gaussian(1 / mu), delta, method="pld") >= exact
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("mu", "delta"), [(10.0, 1e-200), (25.0, 1e-40)])
+def test_bracket_contains_the_exact_epsilon_beyond_the_quadrature_range(mu, delta):
+    """The same cases through ``epsilon_bounds`` (its lower end searches ~10 s here)."""
+    exact = float(ref.gaussian_epsilon(delta, mu))
+    lower, upper = epsilon_bounds(ev.Gaussian(1 / mu), delta)
+    assert (lower is None or lower <= exact) and exact <= upper
+
+
+def test_connect_the_dots_sends_the_mass_beyond_its_range_to_infinity():
+    """Every monotone pair's P-mass outside the integrated outputs is in ``infinite``."""
+    from scipy import special
+
+    d = connect_the_dots(GaussianPair(10.0), 1e-2)
+    assert d.infinite >= float(special.ndtr(10.0 - 37.0))  # P(N(10, 1) > 37) ≈ 1.3e-161
+    for direction in ("remove", "add"):
+        shape = SubsampledPair(GaussianPair(3.0), 0.01, direction).monotone()
+        assert shape is not None and shape.beyond > 0.0
+        assert (
+            connect_the_dots(SubsampledPair(GaussianPair(3.0), 0.01, direction), 1e-2).infinite
+            >= shape.beyond
+        )

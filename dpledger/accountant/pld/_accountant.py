@@ -788,7 +788,9 @@ def epsilon_bounds(
     summary = PLDSummary(releases, coarsest, 0, ratio, False, max(delta, 1e-300), guard_tilt=level)
     lower, upper = summary.epsilon_bounds(delta)
     for refine in range(1, MAX_REFINE + 1):
-        if lower is not None and (upper - lower <= rtol * upper or not math.isfinite(upper)):
+        if not math.isfinite(upper):
+            break  # mass at +∞ above δ: a finer grid does not move it
+        if lower is not None and upper - lower <= rtol * upper:
             break
         finer = PLDSummary(
             releases, coarsest, refine, ratio, False, max(delta, 1e-300), guard_tilt=level

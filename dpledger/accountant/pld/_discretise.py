@@ -159,7 +159,8 @@ def _connect_the_dots_monotone(shape: MonotoneLoss, j0: int, j1: int, h: float) 
     can only grow): the fraction t = (e^{ℓ−εₖ} − 1)/(e^h − 1) goes up and 1 − t down;
     P-mass at a grid point is e^{εₖ} times its Q-mass. Below the grid, P-mass goes to the
     first point; above it, Q-mass goes to the last point and the P-excess
-    E_Q[(e^L − e^{ε_last})₊] to +∞. The Q-integrals are quadrature sums
+    E_Q[(e^L − e^{ε_last})₊] to +∞, as does the P-mass outside the integrated outputs
+    (:attr:`MonotoneLoss.beyond`). The Q-integrals are quadrature sums
     (:func:`_monotone_nodes`) of non-negative terms, so the masses have small *relative*
     error even far in the tails. (Second differences of δ(ε), used for other pairs, lose
     ~1e-12 absolute per point — more than the tail masses themselves, enough to put a
@@ -186,7 +187,8 @@ def _connect_the_dots_monotone(shape: MonotoneLoss, j0: int, j1: int, h: float) 
         masses[-1] += top * float(np.sum(w[above]))
         excess = w[above] * top * np.expm1(loss[above] - eps[-1])
         infinite = float(np.sum(np.clip(np.nan_to_num(excess, posinf=1.0), 0.0, None)))
-    return _Discrete(j0, masses, min(1.0, infinite))
+    # the P-mass of outputs outside the integrated range goes to +∞ too (never dropped)
+    return _Discrete(j0, masses, min(1.0, infinite + shape.beyond))
 
 
 def _connect_the_dots_atoms(
