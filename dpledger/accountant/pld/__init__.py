@@ -36,18 +36,18 @@ discrete Gaussian, zCDP/mCDP) raise :class:`~dpledger.errors.NotApplicableError`
 
 Floating point: the grid masses of Gaussian and subsampled-Gaussian releases are
 quadrature sums of non-negative terms (small relative error even in the far tails); a
-relative margin of 1e-7 of δ covers them. The FFT composition's rounding error is
-*bounded* (:func:`_transform_error`: componentwise and normwise FFT error bounds,
-propagated through the powers, the product and the inverse transform), and the bound,
-summed over the grid points above ε (:meth:`_Composition.rounding_guard`), is added to
-δ̄ and subtracted from δ̲. The count amplifies the transform's error at the few low
-frequencies that carry a long composition; those are recomputed directly
-(:func:`_direct_transform`: each release transformed about its centre, with
-1 − e^{−iφ} summed without cancellation), to a bound ~100x below the FFT's, which
-makes the guard 10–20x smaller. Where it still matters (δ below 1e-7, or a guard above
-1e-5 of δ — :func:`epsilon_bounds` lowers that to rtol/10) the composition is repeated
-on exponentially tilted masses, whose error is small relative to the δ of interest,
-for the directions that decide the answer.
+relative margin of δ covers them (1e-7 plus 3e-11 per release: :func:`_mass_margin`).
+The FFT composition's rounding error is *bounded* (:func:`_transform_error`:
+componentwise and normwise FFT error bounds, propagated through the powers, the product
+and the inverse transform), and the bound, summed over the grid points above ε
+(:meth:`_Composition.rounding_guard`), is added to δ̄ and subtracted from δ̲. The count
+amplifies the transform's error at the few low frequencies that carry a long
+composition; those are recomputed directly (:func:`_direct_transform`: each release
+transformed about its centre, with 1 − e^{−iφ} summed without cancellation), to a bound
+~100x below the FFT's, which makes the guard 10–20x smaller. Where it still matters (δ
+below 1e-7, or a guard above 1e-5 of δ — :func:`epsilon_bounds` lowers that to rtol/10)
+the composition is repeated on exponentially tilted masses, whose error is small
+relative to the δ of interest, for the directions that decide the answer.
 
 The package is laid out by layer: :mod:`._pairs_table` (each event type's dominating or
 attained pairs), :mod:`._discretise` (pairs onto the loss grid), :mod:`._composition`
