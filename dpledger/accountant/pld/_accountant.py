@@ -752,8 +752,10 @@ def epsilon_bounds(
     valid, so the largest lower and the smallest upper end are returned: the bracket may
     stay wider than ``rtol`` where the grid limit is reached first.
 
-    The upper end is at most what ``epsilon(event, delta, method="pld")`` returns. The
-    lower end is None where no lower bound is certified (see
+    The upper end comes from the bracket's own grids, which are coarser than the
+    accountant's default where ``rtol`` allows: it can exceed what ``epsilon(event, delta,
+    method="pld")`` returns by up to about ``rtol`` relative (both are upper bounds; take
+    the smaller where it matters). The lower end is None where no lower bound is certified (see
     :meth:`PLDSummary.lower_epsilon`); it is never clamped to the upper end.
 
     Args:
