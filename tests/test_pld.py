@@ -474,3 +474,15 @@ def test_connect_the_dots_sends_the_mass_beyond_its_range_to_infinity():
             connect_the_dots(SubsampledPair(GaussianPair(3.0), 0.01, direction), 1e-2).infinite
             >= shape.beyond
         )
+
+
+def test_mass_margin_grows_with_the_count_of_the_composition():
+    """The relative margin for the masses' own error is 1e-7 + 3e-11 per release (a flat
+    1e-7 was proven only to ~4,000 releases); each composition knows its count."""
+    from dpledger.accountant.pld import PLDAccountant, _composition
+
+    assert _composition._mass_margin(1) < _composition._mass_margin(10_000)
+    assert _composition._mass_margin(10_000) >= 1e-7 + 10_000 * 2.4e-11
+    summary = PLDAccountant.summarize(ev.PoissonSampled(ev.Gaussian(1.0), 0.01) * 700)
+    for composition in summary._directions("upper"):
+        assert composition.releases == 700

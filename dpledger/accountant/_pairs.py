@@ -148,8 +148,7 @@ class GaussianPair(Pair):
                 x_range=(-_X_EDGE, _X_EDGE),
                 increasing=True,
                 beyond=(1 - g) * _normal_outside(-_X_EDGE, _X_EDGE)
-                + g * _normal_outside(-_X_EDGE, _X_EDGE, mu)
-                + 1e-300,
+                + g * _normal_outside(-_X_EDGE, _X_EDGE, mu),
             )
         x_range = (-_X_EDGE, mu + _X_EDGE)  # Q's density is normal while one part is
         return MonotoneLoss(  # Q = (1 − γ)B + γA, L = −log(1 − γ + γe^v); P = B

@@ -364,16 +364,20 @@ class PLDSummary(Summary):
         return [self._cache[key] for key in keys]
 
     @staticmethod
-    def _binding(directions: list[_Composition], epsilon: float, kind: str) -> list[bool]:
-        """Which directions can decide an answer near ε: δ(ε) at least half the largest.
+    def _binding(
+        directions: list[_Composition], epsilon: float, kind: str
+    ) -> tuple[list[bool], list[_Composition]]:
+        """The directions that can decide an answer near ε: as a mask, and as a list.
 
-        The others (the "add" direction of DP-SGD sits at 0.06–0.2 of the "remove" one)
-        keep their untilted composition in a refinement: it is a valid bound, and its
-        rounding guard moves a δ that the maximum over directions does not take.
+        They are those with δ(ε) at least half the largest. The others (the "add"
+        direction of DP-SGD sits at 0.06–0.2 of the "remove" one) keep their untilted
+        composition in a refinement: it is a valid bound, and its rounding guard moves a
+        δ that the maximum over directions does not take.
         """
         values = [c.delta(epsilon, kind) for c in directions]
         top = max(values)
-        return [v >= top / 2 for v in values]
+        mask = [v >= top / 2 for v in values]
+        return mask, [c for c, b in zip(directions, mask, strict=True) if b]
 
     def _focused_tilts(
         self, kind: str, window_tail: float, near: float, binding: list[bool]
@@ -408,8 +412,7 @@ class PLDSummary(Summary):
         if directions is None:
             return math.inf
         value = max(c.delta(epsilon, "upper") for c in directions)
-        binding = self._binding(directions, epsilon, "upper")
-        deciding = [c for c, b in zip(directions, binding, strict=True) if b]
+        binding, deciding = self._binding(directions, epsilon, "upper")
         if min(value, target) < _TILT_BELOW or _guard_matters(
             deciding, epsilon, value, self.guard_tilt
         ):
@@ -489,8 +492,7 @@ class PLDSummary(Summary):
         if kind != "upper" or not 0.0 < result < math.inf:
             return result
         # tilt where the rounding guard matters, and always below _TILT_BELOW
-        binding = self._binding(plain, result, kind)
-        deciding = [c for c, b in zip(plain, binding, strict=True) if b]
+        binding, deciding = self._binding(plain, result, kind)
         if delta >= _TILT_BELOW and not _guard_matters(deciding, result, delta, self.guard_tilt):
             return result
         near = self._chernoff_epsilon(kind, tail, delta)
@@ -537,8 +539,7 @@ class PLDSummary(Summary):
         # small δ, or a rounding guard that matters: the untilted transform's rounding
         # (subtracted in full) dominates δ̲ there — solve again on compositions tilted
         # towards the answer (as for the upper end); every solve is a valid lower bound
-        binding = self._binding(plain, result, "lower")
-        deciding = [c for c, b in zip(plain, binding, strict=True) if b]
+        binding, deciding = self._binding(plain, result, "lower")
         if delta >= _TILT_BELOW and not _guard_matters(deciding, result, delta, self.guard_tilt):
             return max(0.0, result - shift)
         seen: list[list[float]] = []
