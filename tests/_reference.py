@@ -169,3 +169,65 @@ def discrete_gaussian_epsilon(sigma: float, shift: int, count: int, delta: float
             if w / norm >= mpmath.mpf(10) ** -45:
                 atoms[shift - 2 * x] = atoms.get(shift - 2 * x, 0) + w / norm
         return _integer_atoms_epsilon(atoms, shift / (2 * s2), count, delta, mpmath.mpf(100))
+
+
+def laplace_rr_delta(
+    epsilon: float, step: float, laplace: int, rr: int = 0, dps: int = 100
+) -> mpmath.mpf:
+    """Exact δ(ε) of ``laplace`` Laplace releases with ε₀ = ``step`` (Lap(0, 1) vs
+    Lap(step, 1)) and ``rr`` binary randomized responses with ε₀ = ``step``.
+
+    A closed form independent of the library's Bernstein recursion. In U = (ε₀ − L)/2 the
+    tilted measure e^{u}P(du) of one Laplace release is ½(δ₀ + δ_g + λ[0, g]) and of one
+    randomized response p(δ₀ + δ_g), p = e^g/(1 + e^g); the composition's S = ΣU has law
+    e^{−s}ν^{*}(ds) with ν^{*} = 2^{−L}p^R Σₘ C(L, m) Σᵢ C(L − m + R, i) δ_{ig} * λ^{*m}, the
+    m-fold convolution of λ[0, g] having the truncated-power (Irwin–Hall) density
+    Σₖ(−1)ᵏC(m, k)(x − kg)₊^{m−1}/(m − 1)!. Then δ(ε) = ∫_{s<t}(e^{−s} − e^{ε−T}e^{s}) ν^{*}(ds),
+    t = (T − ε)/2, T = (L + R)g, and ∫₀^Y e^{∓u}u^{m−1}/(m − 1)! du = Yᵐ/m!·₁F₁(m; m+1; ∓Y).
+    The alternating sums cancel: ``dps`` digits (compare two precisions).
+    """
+    with mpmath.workdps(dps):
+        g, eps = mpmath.mpf(step), mpmath.mpf(epsilon)
+        top = (laplace + rr) * g
+        t = (top - eps) / 2
+        c = mpmath.e ** (eps - top)
+        p = mpmath.e**g / (1 + mpmath.e**g)
+        cache: dict[tuple[int, int], tuple[mpmath.mpf, mpmath.mpf]] = {}
+
+        def integrals(m: int, shift: int) -> tuple[mpmath.mpf, mpmath.mpf]:
+            if (m, shift) not in cache:
+                y = t - shift * g
+                base = y**m / mpmath.factorial(m)
+                cache[(m, shift)] = (
+                    base * mpmath.hyp1f1(m, m + 1, -y),
+                    base * mpmath.hyp1f1(m, m + 1, y),
+                )
+            return cache[(m, shift)]
+
+        total = mpmath.mpf(0)
+        for m in range(laplace + 1):
+            atoms = laplace - m + rr
+            inner = mpmath.mpf(0)
+            for i in range(atoms + 1):
+                if i * g >= t:
+                    break
+                if m == 0:
+                    term = mpmath.e ** (-i * g) - c * mpmath.e ** (i * g)
+                else:
+                    term = mpmath.mpf(0)
+                    for k in range(m + 1):
+                        if (i + k) * g >= t:
+                            break
+                        minus, plus = integrals(m, i + k)
+                        sign = -1 if k % 2 else 1
+                        term += (
+                            sign
+                            * mpmath.binomial(m, k)
+                            * (
+                                mpmath.e ** (-(i + k) * g) * minus
+                                - c * mpmath.e ** ((i + k) * g) * plus
+                            )
+                        )
+                inner += mpmath.binomial(atoms, i) * term
+            total += mpmath.binomial(laplace, m) * inner
+        return total * mpmath.mpf(2) ** (-laplace) * p**rr

@@ -224,8 +224,14 @@ def _laplace_hockey_stick(epsilon, scale):
             q = mpmath.exp(-abs(x) / b) / (2 * b)
             return max(p - mpmath.exp(e) * q, 0)
 
-        # P/Q is e^{1/b} above 1, e^{(2x−1)/b} on [0, 1], e^{−1/b} below 0
-        return mpmath.quad(integrand, [0, 0.5, 1, mpmath.inf])
+        # P/Q is e^{1/b} above 1, e^{(2x−1)/b} on [0, 1], e^{−1/b} below 0; the integrand's
+        # kink where P/Q = e^ε, x = (bε + 1)/2, is a breakpoint too (without it, quadrature
+        # erred by 2e-15 — more than an exact answer's distance from the target)
+        kink = (b * e + 1) / 2
+        points = sorted(
+            {mpmath.mpf(0), mpmath.mpf(0.5), mpmath.mpf(1)} | ({kink} if 0 < kink < 1 else set())
+        )
+        return mpmath.quad(integrand, [*points, mpmath.inf])
 
 
 @pytest.mark.parametrize("scale", [1.0, 0.5, 3.0])

@@ -40,6 +40,7 @@ from dpledger.accountant.pld._discretise import (
     connect_the_dots,
     dominated,
 )
+from dpledger.accountant.pld._lattice import LatticeComposition, lattice_composition
 from dpledger.accountant.pld._pairs_table import _PAIRS, _pairs
 from dpledger.accountant.pld._threads import _fft_workers, _in_parallel
 from dpledger.errors import InvalidArgumentError, NotApplicableError
@@ -109,6 +110,9 @@ class PLDSummary(Summary):
     coarsen: bool = False
     #: tilt where the rounding guard exceeds this of δ (:func:`_guard_matters`)
     guard_tilt: float = _GUARD_TILT
+    #: compose lattice releases (Laplace, binary randomized response) exactly
+    #: (:mod:`._lattice`) instead of on a grid; False only to study the grid method
+    exact: bool = True
     _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __add__(self, other: PLDSummary) -> PLDSummary:
@@ -121,6 +125,27 @@ class PLDSummary(Summary):
         """The guarantee of ``count`` repetitions."""
         releases = tuple((e, k * count) for e, k in self.releases)
         return dataclasses.replace(self, releases=releases, _cache={})
+
+    def _lattice(self, kind: str) -> LatticeComposition | None:
+        """The exact composition of the releases' ``kind`` pairs, where one applies.
+
+        Where every release is a Laplace or binary randomized-response pair on one loss
+        lattice (and the composition is small enough, :data:`._lattice.MAX_WORK`), its δ(ε)
+        has a closed form, evaluated to ~1e-11 relative (:mod:`._lattice`): then no grid
+        is used, and ``grid`` and ``refine`` do not matter.
+        """
+        if not self.exact or not self.releases:
+            return None
+        key = f"lattice-{kind}"
+        if key not in self._cache:
+            self._cache[key] = _lattice_of(self.releases, kind)
+        lattice: LatticeComposition | None = self._cache[key]
+        return lattice
+
+    @property
+    def is_exact(self) -> bool:
+        """Whether both ends come from the exact lattice composition (no grid)."""
+        return self._lattice("upper") is not None and self._lattice("lower") is not None
 
     def _grid_for(self, kind: str) -> float:
         """The grid step: ``grid``, halved while it exceeds 1/16 of the loss scale.
@@ -354,7 +379,7 @@ class PLDSummary(Summary):
                         self._grid_for(kind),
                         window_tail,
                         tilts[i],
-                        workers=_fft_workers(),
+                        workers=_fft_workers(len(missing)),
                     )
                     for i in missing
                 ]
@@ -427,6 +452,9 @@ class PLDSummary(Summary):
         if not self.releases:
             return (0.0, 0.0)
         upper = self.delta(epsilon)
+        exact = self._lattice("lower")
+        if exact is not None:
+            return (min(exact.delta_bounds(epsilon)[0], upper), upper)
         directions = self._directions("lower", 1e-16)
         shift = sum(k for _, k in self.releases) * _CELL_LOSS_ERROR  # see lower_epsilon
         lower = max(c.delta(epsilon + shift, "lower") for c in directions)
@@ -437,6 +465,9 @@ class PLDSummary(Summary):
         """Upper bound on δ(ε)."""
         if not self.releases:
             return 0.0
+        exact = self._lattice("upper")
+        if exact is not None:
+            return exact.delta_bounds(epsilon)[1]
         directions = self._directions("upper", 1e-16)
         value = max(c.delta(epsilon, "upper") for c in directions)
         if (
@@ -463,6 +494,9 @@ class PLDSummary(Summary):
         """
         if not self.releases:
             return [0.0 for _ in epsilons]
+        exact = self._lattice("upper")
+        if exact is not None:
+            return [exact.delta_bounds(e)[1] for e in epsilons]
         directions = self._directions("upper", 1e-16)
         return [max(c.delta(e, "upper") for c in directions) for e in epsilons]
 
@@ -470,11 +504,20 @@ class PLDSummary(Summary):
         """Upper bound on δ(ε), computed with a window sized for δ near ``target``."""
         if not self.releases:
             return 0.0
+        if self._lattice("upper") is not None:
+            return self.delta(epsilon)
         value = self._upper_delta(epsilon, target)
         return value if value <= 1.0 else self.delta(epsilon)
 
     def _epsilon(self, delta: float, kind: str) -> float:
-        """Upper bound on ε(δ) (``kind="upper"``).
+        """Upper bound on ε(δ) (``kind="upper"``), rounded up: exact where it can be."""
+        exact = self._lattice(kind) if kind == "upper" else None
+        if exact is not None:
+            return exact.epsilon_upper(delta)  # rounded up already
+        return round_up(self._grid_epsilon(delta, kind))
+
+    def _grid_epsilon(self, delta: float, kind: str) -> float:
+        """Upper bound on ε(δ) (``kind="upper"``) from grid compositions.
 
         Below δ = :data:`_TILT_BELOW` the untilted composition is too coarse (its rounding
         guard, :func:`_transform_error` summed above ε, is ~1e-14 or more): the answer is
@@ -528,6 +571,9 @@ class PLDSummary(Summary):
         """
         if not self.releases:
             return 0.0
+        exact = self._lattice("lower")
+        if exact is not None:
+            return exact.epsilon_lower(delta)
         tail = _window_tail_for(delta)
         plain = self._directions("lower", tail)
         result = self._solve_lower(plain, delta)
@@ -619,7 +665,7 @@ class PLDSummary(Summary):
         """
         if not self.releases:
             return (0.0, 0.0)
-        upper = round_up(self._epsilon(delta, "upper"))
+        upper = self._epsilon(delta, "upper")
         lower = self.lower_epsilon(delta)
         if lower is None or lower > upper:
             return (None, upper)
@@ -629,9 +675,24 @@ class PLDSummary(Summary):
         """Upper bound on ε(δ)."""
         if not self.releases:
             return 0.0
-        if delta == 0:
+        if delta == 0 and self._lattice("upper") is None:
             return math.inf
-        return round_up(self._epsilon(delta, "upper"))
+        return self._epsilon(delta, "upper")
+
+
+def _lattice_of(releases: tuple[tuple[ev.Event, int], ...], kind: str) -> LatticeComposition | None:
+    """:func:`lattice_composition` of the releases' ``kind`` pairs (None: not lattice)."""
+    measures = []
+    for event, count in releases:
+        try:
+            pairs = _pairs(event, kind)
+        except NotApplicableError:
+            return None
+        measure = pairs[0].cell_measure() if len(pairs) == 1 else None
+        if measure is None:
+            return None
+        measures.append((measure, count))
+    return lattice_composition(tuple(measures))
 
 
 class PLDAccountant(Accountant[PLDSummary]):
@@ -791,6 +852,8 @@ def epsilon_bounds(
     summary = PLDSummary(releases, coarsest, 0, ratio, False, max(delta, 1e-300), guard_tilt=level)
     lower, upper = summary.epsilon_bounds(delta)
     for refine in range(1, MAX_REFINE + 1):
+        if summary.is_exact:
+            break  # no grid: refining changes nothing
         if not math.isfinite(upper):
             break  # mass at +∞ above δ: a finer grid does not move it
         if lower is not None and upper - lower <= rtol * upper:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from dpledger._numerics import div_down
 from dpledger.accountant import events as ev
 from dpledger.accountant._atoms import fixed_guarantee, gaussian_mu
 from dpledger.accountant._pairs import (
@@ -60,6 +61,10 @@ def _gaussian(atom: Any, kind: str) -> list[Pair]:
 
 
 def _laplace(atom: Any, kind: str) -> list[Pair]:
+    # ε₀ = Δ/b rounded up dominates; rounded down, the pair is attained (a shift of Δ at
+    # most, and the Laplace pairs are ordered by ε₀ — monotone likelihood ratios)
+    if kind == "lower":
+        return [LaplacePair(div_down(atom.sensitivity, atom.scale))]
     return [LaplacePair(atom.epsilon)]
 
 

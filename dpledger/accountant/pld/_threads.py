@@ -29,11 +29,19 @@ def set_threads(threads: int | None) -> None:
     _THREADS[0] = threads
 
 
-def _fft_workers() -> int:
-    """The transforms' worker count: all cores, or the limit (never more than the cores)."""
-    if _THREADS[0] is None:
-        return -1
-    return min(_THREADS[0], os.cpu_count() or 1)
+def _fft_workers(concurrent: int = 1) -> int:
+    """The worker count of each of ``concurrent`` transforms run at once.
+
+    The cores (or the limit, never more than the cores) shared among them: two directions
+    composed in parallel on two cores each transform on one (with every transform on all
+    cores the four threads contended, and the 10,000-step DP-SGD case took 0.031 s
+    instead of 0.024 s on one thread; median of 15).
+    """
+    cores = os.cpu_count() or 1
+    limit = cores if _THREADS[0] is None else min(_THREADS[0], cores)
+    if limit > 1 and concurrent > 1:
+        return max(1, limit // min(concurrent, 2))  # the pool runs at most two at once
+    return limit
 
 
 def _pool() -> ThreadPoolExecutor:
