@@ -22,7 +22,9 @@ smallest of them is a valid upper bound too — the tightest the toolkit can cer
 Where a closed form is exact and applies (compositions of non-subsampled Gaussians: GDP;
 of pure or approximate DP releases within optimal composition's support limit: optimal
 composition) the numerical PLD method is skipped (:func:`exact_value` decides) — unless
-it is exact there itself (Laplace and randomized-response releases on one lattice). A method
+it is exact there itself (Laplace and randomized-response releases on one lattice).
+``auto`` also splits a composition of releases accounted by curves (Gaussian, zCDP, ...)
+and (ε, δ) releases with δ > 0, which no single method holds (:mod:`.hybrid`). A method
 that fails numerically on an event is isolated: it gives no answer, the others stand.
 
 The accountant depends on nothing else in dpledger.
@@ -48,6 +50,7 @@ from dpledger.accountant.gdp import (
     gdp_epsilon,
     pure_dp_to_gdp,
 )
+from dpledger.accountant.hybrid import HybridAccountant
 from dpledger.accountant.mcdp import (
     MCDPAccountant,
     mcdp_to_approx_dp,
@@ -72,6 +75,7 @@ __all__ = [
     "AdvancedAccountant",
     "BasicAccountant",
     "GDPAccountant",
+    "HybridAccountant",
     "MCDPAccountant",
     "OptimalAccountant",
     "PLDAccountant",
@@ -115,6 +119,10 @@ ACCOUNTANTS: dict[str, type[Accountant[Any]]] = {
 }
 """The accountant class behind each ``method`` name."""
 
+_AUTO_ONLY: dict[str, type[Accountant[Any]]] = {"hybrid": HybridAccountant}
+"""Evaluated by ``auto`` besides :data:`ACCOUNTANTS`: the split of a composition of curve
+releases and (ε, δ) releases that no single method holds (:mod:`.hybrid`)."""
+
 METHODS: tuple[str, ...] = ("auto", *ACCOUNTANTS)
 """The values ``method`` accepts."""
 
@@ -152,7 +160,7 @@ def _evaluate(name: str, event: Event, query: str, value: float) -> float | NotA
     Programming errors (TypeError, AttributeError, ...) are not caught.
     """
     try:
-        summary = ACCOUNTANTS[name].summarize(event)
+        summary = {**ACCOUNTANTS, **_AUTO_ONLY}[name].summarize(event)
         result = summary.epsilon(value) if query == "epsilon" else summary.delta(value)
         return float(result)
     except NotApplicableError as error:
@@ -210,6 +218,9 @@ def _results(
             out[name] = exact[1]
             continue
         out[name] = _evaluate(name, event, query, value)
+    if auto:
+        for name in _AUTO_ONLY:
+            out[name] = _evaluate(name, event, query, value)
     return out
 
 
@@ -305,5 +316,15 @@ def _results_one(
 
 
 __dir__ = namespace(
-    __all__, "advanced", "basic", "events", "gdp", "mcdp", "optimal", "pld", "rdp", "zcdp"
+    __all__,
+    "advanced",
+    "basic",
+    "events",
+    "gdp",
+    "hybrid",
+    "mcdp",
+    "optimal",
+    "pld",
+    "rdp",
+    "zcdp",
 )
