@@ -21,7 +21,7 @@ mechanism, (ε_C(δ₁), δ₁)-DP because its accountant's composition theorem 
 adaptively chosen releases, run concurrently with the mechanisms of F. The concurrent
 composition of interactive (ε, δ)-DP mechanisms obeys the optimal composition bound of
 non-interactive ones (Vadhan & Zhang 2023, "Concurrent composition theorems for
-differential privacy", Thm 1.3; Lyu 2022; Vadhan & Wang 2021 for basic composition).
+differential privacy"; Lyu 2022; Vadhan & Wang 2021 for basic composition).
 
 Example: a zCDP release with ρ = 0.1 and an (0.5, 1e-7)-DP release, at δ = 1e-5:
 

@@ -15,14 +15,14 @@ L = T − 2S with T = Σgᵢ = Kg, so its hockey-stick divergence is
 and δ(ε) = 0 for ε ≥ T. The pairs here have ν (:meth:`~.Pair.cell_measure`)
 
 * Laplace, Lap(0, 1) vs Lap(g, 1): P(L = g) = ½, P(L = −g) = ½e^{−g}, density ¼e^{−(g−l)/2}
-  between (Koskela, Jälkö & Honkela 2020, §6.2; Sommer, Meiser & Mohammadi 2019, §5), so
+  between (the Laplace PLD, e.g. Koskela, Jälkö & Honkela 2020; LaplacePair in _pairs), so
   ν = ½(δ₀ + δ₁) + (g/2)·λ[0, 1];
 * binary randomized response with ε₀ = g: ν = p(δ₀ + δ₁), p = e^g/(1 + e^g).
 
 **Exact convolution.** ν^{*K} is point masses on the lattice σ ∈ ℤ plus, on each cell
 [j, j + 1), a polynomial density of degree < K, held in the Bernstein basis of the cell
-(Farouki & Rajan 1988, "Algorithms for polynomials in Bernstein form", §§ 3–4; Farouki
-2012, "The Bernstein polynomial basis: a centennial retrospective", § 4). One release
+(Farouki & Rajan 1988, "Algorithms for polynomials in Bernstein form"; Farouki 2012,
+"The Bernstein polynomial basis: a centennial retrospective"). One release
 maps (atoms aⱼ, cell densities fⱼ) to
 
     a′ⱼ = w(aⱼ + aⱼ₋₁),   f′ⱼ = w(fⱼ + fⱼ₋₁) + λ(aⱼ + ∫₀ˣ fⱼ + ∫ₓ¹ fⱼ₋₁),
