@@ -172,3 +172,45 @@ def test_pure_dp_and_laplace_on_one_lattice_compose_exactly():
     eps = summary.epsilon(1e-5)
     assert ref.laplace_rr_delta(eps, 2.0, 30, 12) <= 1e-5
     assert ref.laplace_rr_delta(eps * (1 - 1e-10), 2.0, 30, 12) > 1e-5
+
+
+# --- from the adversarial review (helper-22): crashes and loose brackets for large ε₀ ----
+
+
+def test_large_step_brackets_are_tight_and_certified():
+    """ε₀ = 20: the cut's position used to be charged as an error band weighted e^{2g}
+    too high (ε(1e-6) of 100 releases 5.8e-6 relative above the truth, ε = T at 1e-10 for
+    50); now δ̄ and δ̲ are evaluated at τ rounded up and down, and the bracket is exact."""
+    for count, delta in [(100, 1e-6), (50, 1e-10)]:
+        composition = _composition(count, 0, 20.0)
+        upper, lower = composition.epsilon_upper(delta), composition.epsilon_lower(delta)
+        assert (upper - lower) / upper <= 1e-12
+        with mpmath.workdps(60):
+            assert ref.laplace_rr_delta(upper, 20.0, count, dps=60) <= delta
+            assert ref.laplace_rr_delta(lower, 20.0, count, dps=60) > delta
+
+
+def test_compositions_past_the_float_range_use_the_grid_without_crashing():
+    """ε₀ = 20 with 300 releases: the tilted measure spans more than the float range
+    between cells (it crashed with OverflowError, or answered ε = T); the grid answers."""
+    event = ev.Laplace(0.05) * 300
+    assert acc.PLDAccountant.summarize(event)._lattice("upper") is None
+    eps = acc.epsilon(event, 1e-6, method="pld")
+    lower, upper = pld.epsilon_bounds(event, 1e-6)
+    assert lower is not None and lower <= eps and upper < 6000.0
+
+
+def test_tiny_steps_keep_a_relative_bracket():
+    """ε₀ = 1e-300 (scale 1e300): δ(0) of 60 releases ≈ 3.08e-300 was bracketed in
+    [2.6e-300, 3.6e-300] (an absolute 1e-300 in the atoms' error); now within 1e-9
+    relative (20 releases here: the reference needs 360 digits, 1 − e^{−1e-300})."""
+    composition = _composition(20, 0, 1e-300)
+    exact = ref.laplace_rr_delta(0.0, 1e-300, 20, dps=360)
+    assert exact > 1e-301
+    lower, upper = composition.delta_bounds(0.0)
+    assert lower <= exact <= upper
+    assert upper - lower <= 1e-9 * exact
+
+
+def test_delta_at_infinite_epsilon_is_zero():
+    assert acc.delta(ev.Laplace(1.0) * 10, math.inf, method="pld") == 0.0

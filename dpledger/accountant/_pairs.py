@@ -217,8 +217,9 @@ class LaplacePair(Pair):
     def cell_measure(self) -> CellMeasure:
         # P(L = ε₀) = ½ (U = 0), P(L = −ε₀) = ½e^{−ε₀} (U = ε₀, tilted: ½), and the
         # density ¼e^{−(ε₀−l)/2} of L between is ½e^{−u} in U = (ε₀ − l)/2, tilted: ½ du =
-        # (ε₀/2) dσ. ε₀/2 is exact (a power-of-two division of a normal float).
-        return CellMeasure(self.e0, 0.5, self.e0 / 2)
+        # (ε₀/2) dσ. ε₀/2 is exact unless ε₀ is subnormal (then one rounding).
+        half = self.e0 / 2
+        return CellMeasure(self.e0, 0.5, half, roundings=0 if half * 2 == self.e0 else 1)
 
     def hockey(self, eps: np.ndarray) -> np.ndarray:
         e0 = self.e0

@@ -34,13 +34,19 @@ cancels: a coefficient computed through r roundings has relative error at most
 γᵣ = ru/(1 − ru) (Higham 2002, Lemma 3.1), u = 2⁻⁵³ — about K²u ≈ 1e-12 after K = 100
 releases. Only cells below σ = K/2 are kept (ε ≥ 0 means s < T/2; mass never moves down).
 
-**Evaluation.** On a cell, ∫₀¹ e^{cx}B_{k,d}(x) dx = Σₘ cᵐ/m!·C(d,k)B(k+m+1, d−k+1), a series
-of positive terms (for e^{−cx}, use e^{−c}e^{c(1−x)} and B_{k,d}(1−x) = B_{d−k,d}(x)); the
-cell that contains s = (T − ε)/2 is cut there by de Casteljau subdivision (convex
-combinations again). δ is the difference A − B of the two positive integrals, each within
-a relative γ of its value, and atoms contribute e^{−s}(1 − e^{−(L−ε)}) with no difference at
-all. Underflow (values below 2⁻¹⁰²² lose relative precision) is bounded absolutely. So
-:meth:`LatticeComposition.delta_bounds` is a certified bracket about 1e-11 wide.
+**Evaluation.** δ depends on ε only through the cut τ = (T − ε)/(2g) (cell units) and
+grows with it, so the upper end is evaluated at τ rounded up and the lower end at τ
+rounded down (computed exactly in rationals): the cut's position costs no error term. On
+a cell, ∫₀¹ e^{cx}B_{k,d}(x) dx = Σₘ cᵐ/m!·C(d,k)B(k+m+1, d−k+1), a series of positive terms
+(for e^{−cx}, use e^{−c}e^{c(1−x)} and B_{k,d}(1−x) = B_{d−k,d}(x)); the cell that contains
+τ is cut there by de Casteljau subdivision (convex combinations again). δ is the
+difference A − e^{−2gτ}B of two positive integrals, each within a relative γ of its
+value, and atoms contribute e^{−s}(1 − e^{−2g(τ−j)}) with no difference at all.
+Underflow (values below 2⁻¹⁰²² lose relative precision) is bounded absolutely; where
+that bound is not negligible (large ε₀ with many releases: the tilted measure spans
+about (2 + ε₀)^K across the cells, beyond the float range) the grid method is used
+instead. So :meth:`LatticeComposition.delta_bounds` is a certified bracket, about 1e-11
+wide for ε₀ up to a few and 1e-6 ≤ δ; wider (still certified) for large ε₀ at tiny δ.
 
 Cost: about K²·(K/2) coefficient updates — 0.5 M for 100 releases (a few milliseconds),
 limited to :data:`MAX_WORK`; larger compositions use the grid method.
@@ -63,7 +69,11 @@ from dpledger.errors import NotApplicableError
 __all__ = ["MAX_WORK", "LatticeComposition", "lattice_composition"]
 
 MAX_WORK = 20_000_000
-"""Largest K²·(K/2 + 1) (coefficient updates) composed exactly: about 390 releases."""
+"""Largest K²·(K/2 + 1) (coefficient updates) composed exactly: up to 341 releases."""
+
+_MAX_LOST_LOG = -460.0
+"""Compositions whose underflow bound (ν-mass, log: e^{−460} ≈ 1e-200, an absolute margin
+on δ) exceeds this use the grid instead."""
 
 MAX_STEP = 200.0
 """Largest lattice step g (the per-release loss): e^{g} must stay far from overflow."""
@@ -99,8 +109,15 @@ def lattice_composition(
 
 
 @functools.lru_cache(maxsize=32)
-def _composed(measures: tuple[tuple[CellMeasure, int], ...]) -> LatticeComposition:
-    return LatticeComposition(measures)
+def _composed(measures: tuple[tuple[CellMeasure, int], ...]) -> LatticeComposition | None:
+    composition = LatticeComposition(measures)
+    # one exponent for all cells: where the tilted measure spans more than the float
+    # range (large ε₀ and many releases: about (2 + ε₀)^K between the cells), the low
+    # cells underflow and the bound on what was lost is no longer negligible — the grid
+    # method is then the better one
+    if composition._log_lost > _MAX_LOST_LOG:
+        return None
+    return composition
 
 
 def _positive_series(c: float, degree: int) -> tuple[np.ndarray, float]:
@@ -169,7 +186,6 @@ class LatticeComposition:
         self.count = count = sum(k for _, k in measures)
         self._top_exact = Fraction(g) * count
         self.top = float(self._top_exact)  # T = Kg, rounded to nearest
-        self._top_error = _U * self.top  # |T − fl(T)| ≤ u·T
         cells = count // 2 + 1
         atoms = np.zeros(cells + 1)
         atoms[0] = 1.0
@@ -240,26 +256,54 @@ class LatticeComposition:
             self._log_atoms = dots[2 * js.size :] - g * np.arange(atoms.size, dtype=float) + scale
         finite = np.abs(dots[np.isfinite(dots)])
         self._log_size = float(finite.max()) if finite.size else 0.0  # the largest |log|
-        self._cell_max = density.max(axis=1) if density.size else np.zeros(0)
 
     def delta_bounds(self, epsilon: float) -> tuple[float, float]:
         """A certified (lower, upper) bracket on δ(ε) of the composition."""
-        g, top = self.step, self.top
-        if Fraction(epsilon) >= self._top_exact:
-            return (0.0, 0.0)  # every loss is at most T = Kg (compared exactly)
-        gap = top - epsilon  # T − ε ≥ 0 (up to the error below)
-        gap_error = self._top_error + _U * (top + abs(epsilon))
-        tau = gap / (2 * g)
-        tau_error = (gap_error / (2 * g) + 2 * _U * abs(tau)) * 1.01
-        cells = self._density.shape[0]
-        if tau >= cells:  # only for ε < 0 (not asked): cells hold s < T/2 only
+        return (self.delta_lower(epsilon), self.delta_upper(epsilon))
+
+    def delta_upper(self, epsilon: float) -> float:
+        """An upper bound on δ(ε): the bracket's upper end at τ rounded up."""
+        tau = self._tau(epsilon, up=True)
+        return 0.0 if tau is None else min(1.0, self._at(tau)[1])
+
+    def delta_lower(self, epsilon: float) -> float:
+        """A lower bound on δ(ε): the bracket's lower end at τ rounded down."""
+        tau = self._tau(epsilon, up=False)
+        return 0.0 if tau is None else self._at(tau)[0]
+
+    def _tau(self, epsilon: float, up: bool) -> float | None:
+        """τ = (T − ε)/(2g), the cut in cell units, rounded up or down; None: δ(ε) = 0.
+
+        δ depends on ε through τ only, and grows with τ (a smaller ε): so δ̄ at τ rounded
+        up and δ̲ at τ rounded down bracket δ(ε), with no error term for the cut's
+        position (computed exactly in rationals, then rounded once to the safe side).
+        """
+        if math.isinf(epsilon) or Fraction(epsilon) >= self._top_exact:
+            return None  # every loss is at most T = Kg (compared exactly); δ(∞) = 0
+        exact = (self._top_exact - Fraction(epsilon)) / (2 * Fraction(self.step))
+        tau = float(exact)
+        if up and Fraction(tau) < exact:
+            tau = math.nextafter(tau, math.inf)
+        elif not up and Fraction(tau) > exact:
+            tau = math.nextafter(tau, -math.inf)
+        if tau >= self._density.shape[0]:  # only for ε < 0: cells hold s < T/2 only
             raise ValueError(f"epsilon {epsilon!r} below the composed range")
-        whole = max(0, min(cells, math.floor(tau)))
+        return tau
+
+    def _at(self, tau: float) -> tuple[float, float]:
+        """(lower, upper) bounds on δ at the ε where (T − ε)/(2g) = τ (this float τ ≥ 0).
+
+        That δ is ∫_{σ<τ} (e^{−gσ} − e^{−2gτ}e^{gσ}) ν^{*K}(dσ), with s = gσ.
+        """
+        g = self.step
+        cells = self._density.shape[0]
+        whole = math.floor(tau)
         x = tau - whole  # exact (Sterbenz)
         log_size = self._log_size
         log_a = [self._log_a[:whole]]
         log_b = [self._log_b[:whole]]
         error = self._roundings * _U + self._series_error + (self._degree + 8) * _U
+        margin_log = self._log_lost
         if whole < cells and x > 0:
             cut = _subdivide(self._density[whole], x)
             plus, series_error = _positive_series(g * x, self._degree)
@@ -275,39 +319,38 @@ class LatticeComposition:
             # the series at c = g·x (c within u·c: the integral within u·c relative), the
             # exp within 2 ulps, the subdivision within 3d + 4 roundings
             error += series_error + (3 * self._degree + g + 12) * _U
+            # underflow in the subdivision's weights (powers of x and 1 − x below 2⁻¹⁰²²):
+            # each weight within C(d, ⌊d/2⌋)·2⁻¹⁰⁷⁴ absolutely, times Σ bᵢ ≤ (d + 1)·max b,
+            # times e^{−g·whole} (the tilt) and x (the change of variables)
+            d = self._degree
+            weight_log = math.log(math.comb(d, d // 2)) + _TINY_LOG + 2 * math.log(d + 1)
+            top_log = math.log(float(self._density[whole].max()) or 5e-324)
+            margin_log = float(np.logaddexp(margin_log, weight_log + top_log + scale - g * whole))
         la = _logsum(np.concatenate(log_a))
-        lb = _logsum(np.concatenate(log_b)) + (epsilon - top)
+        # e^{ε−T} = e^{−2gτ} at this τ (consistent with the cut: no misplacement)
+        lb = _logsum(np.concatenate(log_b)) - 2 * g * tau
         # the exponents are sums of terms up to this size: each rounding moves them by u
         # of it, i.e. the values by that relative
-        magnitude = log_size + abs(self._exponent) * _LN2 + g * (whole + 1) + abs(epsilon) + top + 4
+        magnitude = log_size + abs(self._exponent) * _LN2 + g * (whole + 1) + 2 * g * tau + 4
         error = (error + 16 * _U * magnitude) * 1.01
         a = math.exp(la) if la > -math.inf else 0.0
         b = math.exp(lb) if lb > -math.inf else 0.0
         cells_up = a * (1 + error) - b * (1 - error)
         cells_low = a * (1 - error) - b * (1 + error)
-        # atoms j < τ: e^{−gj}·aⱼ·(1 − e^{−y}), y = L − ε = 2g(τ − j), computed directly
-        js = np.arange(min(self._atoms.size, whole + 2), dtype=float)
-        y = gap - 2 * g * js
-        y_error = gap_error + 2 * _U * (2 * g * js + abs(y)) + 1e-300
+        # atoms j < τ: e^{−gj}·aⱼ·(1 − e^{−y}), y = L − ε = 2g(τ − j) (two roundings)
+        js = np.arange(min(self._atoms.size, whole + 1), dtype=float)
+        js = js[js < tau]
+        y = 2 * g * (tau - js)
         weights = np.exp(self._log_atoms[: js.size])
-        atoms_up = float(np.sum(weights * -np.expm1(-np.maximum(y + y_error, 0.0))))
-        atoms_low = float(np.sum(weights * -np.expm1(-np.maximum(y - y_error, 0.0))))
+        atoms_up = float(np.sum(weights * -np.expm1(-y * (1 + 4 * _U))))
+        atoms_low = float(np.sum(weights * -np.expm1(-y * (1 - 4 * _U))))
         atoms_up *= 1 + error
         atoms_low *= 1 - error
-        # τ misplaced by up to τ_error: the integrand is at most f_max·e^{−s}·2g·|σ − τ|
-        # over a band of 2τ_error (f_max: the largest coefficient of the cells there)
-        near = self._cell_max[max(0, whole - 1) : whole + 2]
-        f_max = float(near.max()) if near.size else 0.0
-        band = (
-            8 * g * tau_error**2 * f_max * math.exp(self._exponent * _LN2 - g * max(0, whole - 1))
-            if f_max > 0
-            else 0.0
-        )
-        margin = band + math.exp(self._log_lost) + 1e-320
+        margin = math.exp(min(margin_log, 0.0)) + 5e-324
         upper = round_up(cells_up + atoms_up + margin)
         lower = cells_low + atoms_low - margin
         lower = max(0.0, math.nextafter(lower, -math.inf) if lower > 0 else 0.0)
-        return (min(lower, 1.0), min(upper, 1.0))
+        return (min(lower, 1.0), upper)
 
     def epsilon_upper(self, delta: float) -> float:
         """The smallest ε found with δ̄(ε) ≤ δ (an upper bound on the true ε(δ))."""
@@ -319,7 +362,7 @@ class LatticeComposition:
             return ceiling
 
         def excess(eps: float) -> float:
-            return self.delta_bounds(eps)[1] - delta
+            return self.delta_upper(eps) - delta
 
         try:
             return round_up(smallest_satisfying(excess, 0.0, ceiling, rtol=1e-14, what="epsilon"))
@@ -328,11 +371,11 @@ class LatticeComposition:
 
     def epsilon_lower(self, delta: float) -> float:
         """The largest ε found with δ̲(ε) > δ: a lower bound on the true ε(δ) (0: none)."""
-        if delta >= 1.0 or not self.delta_bounds(0.0)[0] > delta:
+        if delta >= 1.0 or not self.delta_lower(0.0) > delta:
             return 0.0
 
         def above(eps: float) -> bool:
-            return self.delta_bounds(eps)[0] > delta
+            return self.delta_lower(eps) > delta
 
         return _last_true(above, 0.0, self.top)
 
