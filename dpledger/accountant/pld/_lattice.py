@@ -231,10 +231,11 @@ class LatticeComposition:
                     atoms = np.ldexp(atoms, -e)
                     exponent += e
                 # underflow: each stored value may lose up to 2^-1074 per rounding
-                # (absolute, in stored units), as ν-mass; later releases multiply mass
-                # by at most ν's total mass each
+                # (absolute, in stored units), as ν-mass — times λ where the loss precedes
+                # the product with λ; later releases multiply mass by at most ν's total
+                # mass each
                 values = density.size + atoms.size
-                log_new = math.log(values * (n + 12)) + _TINY_LOG + exponent * _LN2
+                log_new = math.log(values * (n + 12) * max(1.0, lam)) + _TINY_LOG + exponent * _LN2
                 log_lost = float(np.logaddexp(log_lost + log_mass, log_new))
         self._atoms = atoms
         self._density = density
