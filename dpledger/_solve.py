@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from scipy import optimize
 
-__all__ = ["NoSafeValueError", "smallest_satisfying"]
+__all__ = ["NoSafeValueError", "largest_holding", "smallest_satisfying"]
 
 _BIG = 1e300
 
@@ -121,3 +121,23 @@ def smallest_satisfying(
     raise NoSafeValueError(
         f"could not confirm a safe {what} near {root!r} in [{lo!r}, {hi!r}]", bracket=(lo, hi)
     )
+
+
+def largest_holding(
+    holds: Callable[[float], bool], low: float, high: float, *, rtol: float = 1e-12
+) -> float:
+    """The largest ``x`` found in [low, high] where ``holds(x)``, by bisection.
+
+    ``holds(low)`` must be true (the caller has checked it). Only evaluated points are
+    returned — a certified lower bound is one where the condition was *seen* to hold,
+    never a root the search merely bracketed.
+    """
+    for _ in range(200):
+        if high - low <= rtol * high:
+            break
+        middle = (low + high) / 2
+        if holds(middle):
+            low = middle
+        else:
+            high = middle
+    return low

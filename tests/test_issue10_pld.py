@@ -318,3 +318,13 @@ def test_audit_does_not_call_a_true_low_rate_claim_violated():
     )
     assert report.verdict != "violated"
     assert report.epsilon_lower is not None and report.epsilon_lower <= 0.2997
+
+
+def test_lower_bound_coarsens_instead_of_refusing_beyond_the_grid_cap():
+    """Found by the property test above: 528 Gaussians with σ = 0.3 at δ = 1e-15 needed
+    1.68e7 points on the default step, and epsilon_lower_bound refused while
+    epsilon_bounds (which starts coarse) certified a bracket; it now coarsens."""
+    sigma, count, delta = 0.30000000000000004, 528, 1e-15
+    lower = pld.epsilon_lower_bound(ev.Gaussian(sigma) * count, delta)
+    assert lower is not None and lower > 3000
+    _assert_lower_is_below_exact(lower, math.sqrt(count) / sigma, 0.0, delta)

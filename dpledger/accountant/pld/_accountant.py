@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpledger._numerics import round_up
-from dpledger._solve import NoSafeValueError, smallest_satisfying
+from dpledger._solve import NoSafeValueError, largest_holding, smallest_satisfying
 from dpledger._validation import check_int_at_least, check_positive, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
@@ -37,6 +37,7 @@ from dpledger.accountant.pld._discretise import (
     _CELL_LOSS_ERROR,
     _TAIL,
     _Discrete,
+    _GridLimitError,
     connect_the_dots,
     dominated,
 )
@@ -630,16 +631,7 @@ class PLDSummary(Summary):
             if max(c.infinite for c in directions) > delta:
                 return math.inf
             return None
-        low, high = max(start, 0.0), top
-        for _ in range(200):
-            if high - low <= 1e-12 * high:
-                break
-            middle = (low + high) / 2
-            if above(middle):
-                low = middle
-            else:
-                high = middle
-        return low
+        return largest_holding(above, max(start, 0.0), top, rtol=1e-12)
 
     @staticmethod
     def _solve_epsilon(directions: list[_Composition], delta: float, kind: str) -> float:
@@ -761,7 +753,8 @@ def epsilon_lower_bound(
     (a one-dimensional integer shift) and sampling without replacement (the replaced
     record alone moves the statistic) — because a lower bound only needs *some* pair of
     neighbouring inputs, not a dominating one. It assumes the declared sensitivity is
-    attained by a one-dimensional shift.
+    attained by a one-dimensional shift. ``grid`` is the finest step: where the window
+    would exceed :data:`MAX_GRID_POINTS` the step is doubled (up to :data:`MAX_GRID`).
 
     Example:
         >>> from dpledger import events as ev
@@ -778,7 +771,17 @@ def epsilon_lower_bound(
         _pairs(atom, "lower")
     if delta == 0:
         raise NotApplicableError("PLD lower bounds need delta > 0.")
-    return PLDSummary(tuple(atoms.items()), grid).lower_epsilon(delta)
+    step = grid
+    while True:
+        try:
+            return PLDSummary(tuple(atoms.items()), step).lower_epsilon(delta)
+        except _GridLimitError:
+            # a window beyond MAX_GRID_POINTS at this step: a lower bound is valid on any
+            # grid, so coarsen (as epsilon_bounds does) instead of refusing (528 Gaussians
+            # with σ = 0.3 at δ = 1e-15 needed 1.68e7 points on the default step)
+            if 2 * step > MAX_GRID:
+                raise
+            step *= 2
 
 
 DEFAULT_RTOL = 1e-3

@@ -52,10 +52,14 @@ class _Discrete:
     infinite: float
 
 
+class _GridLimitError(NotApplicableError):
+    """A grid would exceed :data:`MAX_GRID_POINTS` (a coarser step may fit)."""
+
+
 def _check_grid(points: float, top_loss: float, what: str) -> None:
     """Refuse, before allocating, a grid beyond :data:`MAX_GRID_POINTS` or :data:`MAX_LOSS`."""
     if not points <= MAX_GRID_POINTS:
-        raise NotApplicableError(
+        raise _GridLimitError(
             f"method 'pld' would need {points:.3g} grid points for {what}, more than "
             f"MAX_GRID_POINTS = {MAX_GRID_POINTS}; use a coarser grid, or method='auto' "
             "(which then uses the closed-form methods)."

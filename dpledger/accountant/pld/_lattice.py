@@ -56,13 +56,12 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
 
 from dpledger._numerics import float_up, round_up
-from dpledger._solve import NoSafeValueError, smallest_satisfying
+from dpledger._solve import NoSafeValueError, largest_holding, smallest_satisfying
 from dpledger.accountant._pairs import CellMeasure
 from dpledger.errors import NotApplicableError
 
@@ -378,17 +377,4 @@ class LatticeComposition:
         def above(eps: float) -> bool:
             return self.delta_lower(eps) > delta
 
-        return _last_true(above, 0.0, self.top)
-
-
-def _last_true(above: Callable[[float], bool], low: float, high: float) -> float:
-    """The largest x found in [low, high] with above(x), above(low) holding (bisection)."""
-    for _ in range(200):
-        if high - low <= 1e-15 * high:
-            break
-        middle = (low + high) / 2
-        if above(middle):
-            low = middle
-        else:
-            high = middle
-    return low
+        return largest_holding(above, 0.0, self.top, rtol=1e-15)
