@@ -158,9 +158,11 @@ class GaussianPair(Pair):
 
         def v_of(s: np.ndarray) -> np.ndarray:
             # the v with log(1 − γ + γe^v) = s; −inf where s ≤ log(1 − γ)
-            with np.errstate(divide="ignore", invalid="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 inner = np.expm1(s) / g
                 out = np.where(inner > -1, np.log1p(np.maximum(inner, -1.0)), -np.inf)
+                # e^s/γ past the float range (large s, tiny γ): v = s + log(1 − e^{−s}) − log γ
+                out = np.where(np.isposinf(inner), s + np.log1p(-np.exp(-s)) - math.log(g), out)
             return np.asarray(out)
 
         if direction == "remove":  # Q = B, P = (1 − γ)B + γA
@@ -435,10 +437,17 @@ class SubsampledPair(Pair):
     def _base_threshold(self, t: np.ndarray, sign: float) -> tuple[np.ndarray, np.ndarray]:
         """U with L ≥ t ⇔ sign·(L_AB − u) ≥ 0, and where such u exists."""
         g = self.rate
-        x = np.exp(sign * t)  # remove: e^t; add: e^{−t}
-        ok = x > 1 - g
-        u = np.full_like(t, -np.inf if sign > 0 else np.inf)
-        u[ok] = np.log((x[ok] - 1 + g) / g)
+        with np.errstate(over="ignore"):
+            x = np.exp(sign * t)  # remove: e^t; add: e^{−t}
+            ok = x > 1 - g
+            u = np.full_like(t, -np.inf if sign > 0 else np.inf)
+            u[ok] = np.log((x[ok] - 1 + g) / g)
+        # (e^{±t} − 1 + γ)/γ past the float range (large t, tiny γ): the same log, as
+        # ±t + log(1 − (1 − γ)e^{∓t}) − log γ
+        big = ok & np.isposinf(u)
+        if np.any(big):
+            st = sign * t[big]
+            u[big] = st + np.log1p(-(1 - g) * np.exp(-st)) - math.log(g)
         return u, ok
 
     def p_at_least(self, t: np.ndarray) -> np.ndarray:

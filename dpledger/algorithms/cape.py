@@ -47,7 +47,12 @@ from scipy import stats
 from dpledger._public import namespace
 from dpledger._validation import check_int_at_least
 from dpledger.accountant import events as ev
-from dpledger.algorithms.base import noise_generator, symmetric_from_upper, upper
+from dpledger.algorithms.base import (
+    PrivateEstimator,
+    noise_generator,
+    symmetric_from_upper,
+    upper,
+)
 from dpledger.algorithms.functional import FMLinearRegression, FMLogisticRegression
 from dpledger.algorithms.linear import _data_units, solve_ridge
 from dpledger.errors import InvalidArgumentError
@@ -212,7 +217,8 @@ class CapeFM:
             sums[order] = np.sum(released, axis=0)
         c1, c2 = sums[0], symmetric_from_upper(sums[1], d)
         theta = solve_ridge(c2, -0.5 * c1, 0.0)
-        scale = 1.0 if self.loss == "logistic" else float(self.y_bound or 1.0)
+        # the linear loss is fitted in units of y_bound (validated by the probe above)
+        scale = 1.0 if self.loss == "logistic" else PrivateEstimator._bound("y_bound", self.y_bound)
         self.coef_, self.intercept_ = _data_units(
             theta, arrays[0][2], float(self.x_bound), scale, bool(self.fit_intercept)
         )
