@@ -72,6 +72,22 @@ def float_up(value: Fraction) -> float:
     return result
 
 
+def float_down(value: Fraction) -> float:
+    """The largest float ≤ ``value`` (exact directed rounding of a rational; lower bounds).
+
+    One below the most negative float gives ``-inf``, one above the largest the largest.
+    """
+    try:
+        result = float(value)
+    except OverflowError:
+        return sys.float_info.max if value > 0 else -math.inf
+    if math.isinf(result):
+        return result if result < 0 else sys.float_info.max
+    if Fraction(result) > value:
+        result = math.nextafter(result, -math.inf)
+    return result
+
+
 def square_up(value: float, divisor: int = 1) -> float:
     """``value² / divisor`` rounded up, exactly (never 0 for a non-zero value)."""
     if math.isinf(value):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -522,3 +523,78 @@ def test_cli_several_files_one_invalid(tmp_path, capsys):
     assert data[0]["verdict"] == "holds"
     # with --json the invalid declaration is reported in the JSON too (issue 10 item 14)
     assert data[1]["source"].endswith("bad.toml") and data[1]["problems"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    scales=st.lists(st.floats(0.01, 100.0), min_size=1, max_size=4),
+    counts=st.lists(st.integers(1, 1000), min_size=4, max_size=4),
+    declared=st.floats(0.0, 5.0),
+    rate=st.floats(1e-6, 1.0),
+)
+def test_pure_lower_bound_never_exceeds_the_exact_sum(scales, counts, declared, rate):
+    """The attained ε at δ = 0 (the audit's lower bound for pure claims) is at most the
+    exact rational Σ k·Δ/b + k·ε (+ the sampled release's amplified ε, in 60-digit mpmath),
+    and within 1e-12 of it: rounded down, never up (it summed releases' ε rounded up)."""
+    from fractions import Fraction
+
+    import mpmath
+
+    from dpledger import events as ev
+    from dpledger.audit.check import _pure_lower
+
+    parts = [ev.Laplace(scale=s) * k for s, k in zip(scales, counts, strict=False)]
+    parts.append(ev.PureDP(declared) * counts[-1])
+    exact = sum(
+        (k * Fraction(1) / Fraction(s) for s, k in zip(scales, counts, strict=False)),
+        Fraction(0),
+    ) + counts[-1] * Fraction(declared)
+    sampled = ev.PoissonSampled(ev.Laplace(scale=scales[0]), rate)
+    with mpmath.workdps(60):
+        inner = mpmath.mpf(1) / mpmath.mpf(scales[0])
+        amplified = mpmath.log1p(mpmath.mpf(rate) * mpmath.expm1(inner))
+        total = mpmath.mpf(exact.numerator) / exact.denominator + amplified
+        lower = _pure_lower(ev.Composed((*parts, sampled)))
+        assert lower is not None
+        assert mpmath.mpf(lower) <= total
+        assert mpmath.mpf(lower) >= total * (1 - mpmath.mpf(1e-12))
+
+
+def test_a_pure_claim_at_the_exact_epsilon_is_never_called_violated():
+    """1,000 Laplace releases of scale 0.7: the exact ε is 1000/0.7, and a claim of the
+    float just above it is true. The lower bound summed ε = Δ/b rounded *up* and came out
+    above that claim — a false "violated" (found by review); it is now rounded down."""
+    from fractions import Fraction
+
+    from dpledger._numerics import float_up
+
+    exact = 1000 * Fraction(1) / Fraction(0.7)
+    claimed = float_up(exact)
+    report = audit(
+        claim(claimed, 0.0, notion="pure_dp"),
+        {"mechanism": "laplace", "scale": 0.7, "sensitivity": 1.0, "count": 1000},
+    )
+    assert report.verdict != "violated"
+    assert report.epsilon_lower is not None and Fraction(report.epsilon_lower) <= exact
+    assert Fraction(report.epsilon) >= exact
+
+
+def test_mcdp_claims_at_and_below_the_exact_parameters():
+    """Ten Gaussians of σ = 3 are exactly (5/9, √10/3)-mCDP. A claim of those values
+    (rounded up to floats) is true; the recomputed ones may sit an ulp above it and must
+    not make it "violated". A claim 1 % below either is violated (Gaussians attain both)."""
+    import mpmath
+
+    from dpledger._numerics import float_up
+
+    mu = float_up(Fraction(5, 9))
+    with mpmath.workdps(40):
+        tau = float(mpmath.sqrt(10) / 3 * (1 + mpmath.mpf(1e-20)))
+    release = gaussian(3.0, count=10)
+    exact = audit({"mu": mu, "tau": tau, "adjacency": "add_remove", "notion": "mcdp"}, release)
+    assert exact.verdict in ("holds", "not_certified")
+    for mu_c, tau_c in ((0.99 * mu, tau), (mu, 0.99 * tau)):
+        low = audit(
+            {"mu": mu_c, "tau": tau_c, "adjacency": "add_remove", "notion": "mcdp"}, release
+        )
+        assert low.verdict == "violated"

@@ -77,8 +77,8 @@ class MCDPSummary(Summary):
 
     @property
     def tau(self) -> float:
-        """The subgaussian parameter τ."""
-        return math.sqrt(self.tau_squared)
+        """The subgaussian parameter τ = √(τ²), rounded up (a reported bound)."""
+        return round_up(math.sqrt(self.tau_squared))
 
     def __add__(self, other: MCDPSummary) -> MCDPSummary:
         return MCDPSummary(sum_up(self.mu, other.mu), sum_up(self.tau_squared, other.tau_squared))
@@ -89,7 +89,7 @@ class MCDPSummary(Summary):
 
     def epsilon(self, delta: float) -> float:
         """Smallest ε certified at ``delta`` by this notion (``inf`` if none)."""
-        return mcdp_to_epsilon(self.mu, round_up(self.tau), delta)
+        return mcdp_to_epsilon(self.mu, self.tau, delta)
 
     def delta(self, epsilon: float) -> float:
         """Smallest δ certified at ``epsilon`` by this notion (at most 1)."""
