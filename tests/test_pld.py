@@ -570,3 +570,32 @@ def test_subsampled_thresholds_past_the_float_range_against_mpmath():
             v = mpmath.log(mpmath.expm1(x) / g + 1)
             assert abs(threshold[i] - v) <= 1e-13 * v
             assert abs(inverse[i] - (v + mu * mu / 2) / mu) <= 1e-13 * v
+
+
+@pytest.mark.parametrize("rate", [1e-300, 1e-10, 1e-3, 0.3, 0.5, 0.7, 1 - 2**-53, 1.0])
+def test_mixture_threshold_against_mpmath(rate):
+    """v = log((e^s − 1 + γ)/γ), the subsampled pair's threshold, within a few u of its
+    condition number — for tiny s (e^s − 1 lost every digit: s = 1e-17 at γ = 1e-10 gave
+    0, not 1e-7), for γ near 1 with very negative s (expm1(s) ≈ −1 lost them too: γ = 1,
+    s = −36 gave −36.04) and past the float range of e^s/γ."""
+    from dpledger.accountant._pairs import _mixture_threshold
+
+    rng = np.random.default_rng(7)
+    s = np.concatenate(
+        [
+            [1e-17, -1e-17, 1e-8, -36.0, 36.0, 700.0, -700.0, 710.0],
+            rng.uniform(-50.0, 50.0, 100),
+            10 ** rng.uniform(-20.0, 2.0, 100) * rng.choice([-1.0, 1.0], 100),
+        ]
+    )
+    v, ok = _mixture_threshold(s, rate)
+    with mpmath.workdps(60):
+        for value, good, x in zip(v.tolist(), ok.tolist(), s.tolist(), strict=True):
+            numerator = mpmath.exp(mpmath.mpf(x)) - (1 - mpmath.mpf(rate))  # e^s − 1 + γ
+            if not good:
+                assert numerator <= 1e-15 * rate  # none exists (or at the threshold)
+                continue
+            exact = mpmath.log(numerator / rate)
+            # condition number of log(numerator) in the inputs e^s and (1 − γ)
+            condition = (mpmath.exp(mpmath.mpf(x)) + abs(1 - rate)) / numerator
+            assert abs(value - exact) <= 8e-16 * (abs(exact) + condition), (x, value, exact)

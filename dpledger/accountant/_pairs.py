@@ -130,6 +130,30 @@ class Pair(abc.ABC):
         """Q(L ≥ t)."""
 
 
+def _mixture_threshold(s: np.ndarray, g: float) -> tuple[np.ndarray, np.ndarray]:
+    """(v, ok): the v with log(1 − γ + γe^v) = s, where one exists (ok: s > log(1 − γ)).
+
+    v = log((e^s − 1 + γ)/γ), evaluated without avoidable cancellation: log1p(expm1(s)/γ)
+    (e^s − 1 lost every digit of a small s: s = 1e-17 at γ = 1e-10 gave 0, not 1e-7),
+    except for s < 0 with γ ≥ ½, where e^s − (1 − γ) is better (1 − γ is exact there,
+    expm1(s) ≈ −1 is not), and beyond the float range of expm1(s)/γ (large s, tiny γ),
+    s + log(1 − (1 − γ)e^{−s}) − log γ. Where no v exists, v is −∞.
+    """
+    s = np.asarray(s, dtype=float)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        shifted = np.expm1(s)
+        near_one = (s < 0) & (g >= 0.5)
+        numerator = np.where(near_one, np.exp(s) - (1 - g), shifted + g)
+        ok = numerator > 0
+        v = np.full_like(s, -np.inf)
+        v[ok] = np.where(near_one[ok], np.log(numerator[ok] / g), np.log1p(shifted[ok] / g))
+        big = ok & np.isposinf(v)
+        if np.any(big):
+            top = s[big]
+            v[big] = top + np.log1p(-(1 - g) * np.exp(-top)) - math.log(g)
+    return v, ok
+
+
 class GaussianPair(Pair):
     """N(μ, 1) vs N(0, 1): L ~ N(μ²/2, μ²) under P, N(−μ²/2, μ²) under Q."""
 
@@ -158,12 +182,7 @@ class GaussianPair(Pair):
 
         def v_of(s: np.ndarray) -> np.ndarray:
             # the v with log(1 − γ + γe^v) = s; −inf where s ≤ log(1 − γ)
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                inner = np.expm1(s) / g
-                out = np.where(inner > -1, np.log1p(np.maximum(inner, -1.0)), -np.inf)
-                # e^s/γ past the float range (large s, tiny γ): v = s + log(1 − e^{−s}) − log γ
-                out = np.where(np.isposinf(inner), s + np.log1p(-np.exp(-s)) - math.log(g), out)
-            return np.asarray(out)
+            return _mixture_threshold(s, g)[0]
 
         if direction == "remove":  # Q = B, P = (1 − γ)B + γA
             return MonotoneLoss(
@@ -436,19 +455,7 @@ class SubsampledPair(Pair):
 
     def _base_threshold(self, t: np.ndarray, sign: float) -> tuple[np.ndarray, np.ndarray]:
         """U with L ≥ t ⇔ sign·(L_AB − u) ≥ 0, and where such u exists."""
-        g = self.rate
-        with np.errstate(over="ignore"):
-            x = np.exp(sign * t)  # remove: e^t; add: e^{−t}
-            ok = x > 1 - g
-            u = np.full_like(t, -np.inf if sign > 0 else np.inf)
-            u[ok] = np.log((x[ok] - 1 + g) / g)
-        # (e^{±t} − 1 + γ)/γ past the float range (large t, tiny γ): the same log, as
-        # ±t + log(1 − (1 − γ)e^{∓t}) − log γ
-        big = ok & np.isposinf(u)
-        if np.any(big):
-            st = sign * t[big]
-            u[big] = st + np.log1p(-(1 - g) * np.exp(-st)) - math.log(g)
-        return u, ok
+        return _mixture_threshold(sign * t, self.rate)
 
     def p_at_least(self, t: np.ndarray) -> np.ndarray:
         t = np.asarray(t, dtype=float)
