@@ -442,9 +442,8 @@ class SubsampledPair(Pair):
         e = np.exp(eps)
         out = np.zeros_like(eps)
         if self.direction == "remove":
-            ok = e > 1 - g
-            inner = np.log1p(np.expm1(eps[ok]) / g)
-            out[ok] = g * self.base.hockey(inner)
+            inner, ok = _mixture_threshold(eps, g)
+            out[ok] = g * self.base.hockey(inner[ok])
             out[~ok] = -np.expm1(eps[~ok])
         else:
             scale = 1 - e * (1 - g)
