@@ -443,7 +443,7 @@ def test_composition_tail_sum_against_mpmath(n, log2_h, start, cut, below, seed)
     assert first in (j, j + 1)  # j + 1 where ε rounds onto ℓⱼ
     if first == n:
         return
-    body = composition._body(epsilon, first)
+    body, _ = composition._body(epsilon, first)
     with mpmath.workdps(40):
         exact = mpmath.fsum(
             mpmath.mpf(float(masses[i]))
@@ -599,3 +599,32 @@ def test_mixture_threshold_against_mpmath(rate):
             # condition number of log(numerator) in the inputs e^s and (1 − γ)
             condition = (mpmath.exp(mpmath.mpf(x)) + abs(1 - rate)) / numerator
             assert abs(value - exact) <= 8e-16 * (abs(exact) + condition), (x, value, exact)
+
+
+def test_delta_at_the_top_of_a_bounded_support_is_not_lost_to_rounding():
+    """300 randomized responses of ε₀ = 0.1 (five categories, the grid path): the only
+    loss above 30.0 is 300·ε₀ = 30 + 1.7e-15 (ε₀ is the float 0.1), with P-mass
+    p^300. δ̄(30.0) was 0 — the atom sat on the grid point 0.1 − 7.6e-19 and the grid's
+    losses were compared in floats — and a claim of ε = 30 at δ = 0 was audited "holds"
+    (review). The exact δ comes from 60-digit mpmath."""
+    from dpledger.accountant.pld import PLDAccountant
+
+    event = ev.RandomizedResponse(0.1, categories=5) * 300
+    with mpmath.workdps(60):
+        e0 = mpmath.mpf(0.1)
+        truthful = mpmath.exp(e0) / (mpmath.exp(e0) + 4)
+        exact = truthful**300 * -mpmath.expm1(30 - 300 * e0)
+    assert exact > 1e-300  # representable: the bound must see it
+    assert PLDAccountant.summarize(event).delta(30.0) >= exact
+    assert acc.delta(event, 30.0) >= exact
+    from dpledger.audit import check_claim
+
+    report = check_claim(
+        {
+            "claim": {"epsilon": 30.0, "delta": 0.0, "adjacency": "add_remove"},
+            "release": [
+                {"mechanism": "randomized_response", "epsilon": 0.1, "categories": 5, "count": 300}
+            ],
+        }
+    )
+    assert report.verdict not in ("holds", "holds_loosely")

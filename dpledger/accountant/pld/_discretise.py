@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
-from dpledger._numerics import round_up
+from dpledger._numerics import float_up, round_up
 from dpledger.accountant._pairs import MonotoneLoss, Pair
 from dpledger.errors import NotApplicableError
 
@@ -204,16 +205,33 @@ def _connect_the_dots_atoms(
     grid points (as in :func:`_connect_the_dots_monotone`): P-mass
     p·(e^{h−d} − 1)/(e^h − 1) to εₖ and p·e^{h−d}(e^d − 1)/(e^h − 1) to εₖ₊₁, d = ℓ − εₖ.
     Every term is non-negative, so no mass is lost to cancellation.
+
+    The cell and d are found in exact rational arithmetic, with d rounded up: the grid's
+    losses are the real numbers (j0 + i)·h, and a float evaluation put the atom 0.1 of
+    randomized response on the point 1000·h = 0.1 − 7.6e-19 (h = 1e-4), *below* its
+    loss — a composition of 300 then had δ̄(30.0) = 0 where the exact δ is 6.6e-215.
     """
     n = j1 - j0 + 1
-    # the grid covers the support (see _grid_range); an atom above it would go to +∞ (δ
-    # atoms), never down onto the top point; one below it moves up to the first (safe)
-    above = losses > j1 * h
-    if above.any():
-        infinite_mass = min(1.0, round_up(math.fsum([infinite_mass, *p[above].tolist()])))
-        losses, p = losses[~above], p[~above]
-    k = np.clip(np.floor(losses / h).astype(np.int64) - j0, 0, n - 2)
-    d = np.clip(losses - (j0 + k) * h, 0.0, h)
+    step = Fraction(h)
+    cells, offsets, keep = [], [], []
+    for loss in losses.tolist():
+        exact = Fraction(loss)
+        # the grid covers the support (see _grid_range); an atom above it would go to +∞
+        # (δ atoms), never down onto the top point; one below it moves up to the first
+        if exact > j1 * step:
+            keep.append(False)
+            continue
+        cell = min(max(math.floor(exact / step) - j0, 0), n - 2)
+        rest = exact - (j0 + cell) * step  # in [0, h] unless below the grid
+        cells.append(cell)
+        offsets.append(0.0 if rest <= 0 else min(float_up(rest), h))  # never moved down
+        keep.append(True)
+    kept = np.array(keep, dtype=bool)
+    if not kept.all():
+        infinite_mass = min(1.0, round_up(math.fsum([infinite_mass, *p[~kept].tolist()])))
+        p = p[kept]
+    k = np.array(cells, dtype=np.int64)
+    d = np.array(offsets, dtype=float)
     em1h = math.expm1(h)
     down = p * np.expm1(h - d) / em1h
     up = p * np.exp(h - d) * np.expm1(d) / em1h
