@@ -628,3 +628,22 @@ def test_delta_at_the_top_of_a_bounded_support_is_not_lost_to_rounding():
         }
     )
     assert report.verdict not in ("holds", "holds_loosely")
+
+
+def test_delta_below_the_top_of_the_support_is_positive_even_when_it_underflows():
+    """200 Laplace releases (scale 0.3) Poisson-sampled at 0.01: the exact ε at δ = 0 is
+    200·log(1 + 0.01(e^{1/0.3} − 1)) = 47.8531768777920045…; the top's P-mass is about
+    1e-328, below the float range. δ̄ at the float just below was 0, and an audit of that
+    ε at δ = 0 said "holds" (review). δ̄ must be positive there (the smallest float)."""
+    from fractions import Fraction
+
+    event = ev.PoissonSampled(ev.Laplace(scale=0.3), 0.01) * 200
+    with mpmath.workdps(60):
+        exact = 200 * mpmath.log1p(mpmath.mpf(0.01) * mpmath.expm1(1 / mpmath.mpf(0.3)))
+        below = float(exact)
+        if mpmath.mpf(below) >= exact:
+            below = math.nextafter(below, 0.0)
+        assert mpmath.mpf(below) < exact
+    assert acc.delta(event, below) > 0.0
+    assert acc.delta(event, below, method="pld") > 0.0
+    assert Fraction(acc.epsilon(event, 0.0)) >= Fraction(below)

@@ -72,6 +72,7 @@ class _Composition:
     log_z: float = 0.0
     suffix: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((3, 1)))
     releases: int = 1  # how many releases were composed (for _mass_margin)
+    support_top: bool = False  # the window's last point is the support's top (see _delta)
 
     @staticmethod
     def build(
@@ -85,6 +86,7 @@ class _Composition:
         tilt: float = 0.0,
         log_z: float = 0.0,
         releases: int = 1,
+        support_top: bool = False,
     ) -> _Composition:
         """``errors``: the (max, Euclidean) bounds of :func:`_transform_error`.
 
@@ -130,6 +132,7 @@ class _Composition:
             log_z,
             np.stack([p_suffix, x_suffix, y_suffix]),
             releases,
+            support_top,
         )
 
     def _body(self, epsilon: float, j: int) -> tuple[float, float]:
@@ -216,8 +219,13 @@ class _Composition:
         guard += _mass_margin(self.releases) * abs(body)
         if kind == "upper":
             # below the window, the mass below it (not in the window: see _compose) counts
-            below = self.lower_tail if epsilon < self.start * self.h else 0.0
-            value = self.infinite + max(0.0, body) + self.upper_tail + below + guard
+            below_window = self.lower_tail if epsilon < self.start * self.h else 0.0
+            value = self.infinite + max(0.0, body) + self.upper_tail + below_window + guard
+            if value == 0.0 and self.support_top and (self.start + n - 1) * self.h + eta > epsilon:
+                # the support's top point has positive mass (a product of positive masses)
+                # above ε: δ > 0 even where it underflows (200 sampled Laplace releases,
+                # p ≈ 1e-328 at the top), and 0 would certify ε at δ = 0
+                return math.nextafter(0.0, 1.0)
             return 1.0 if not value < 1.0 else round_up(value)
         # mass outside the window wraps into it (either side): none of it is certain
         value = self.infinite + body - self.lower_tail - self.upper_tail - guard
@@ -662,7 +670,17 @@ def _compose(
     lower = 0.0 if start <= bottom else float(np.exp(np.min(down + _LAMBDAS * start * h)))
     count = sum(k for _, k in parts)
     return _Composition.build(
-        start, composed, infinite, upper, lower, h, errors, tilt, log_z_total, count
+        start,
+        composed,
+        infinite,
+        upper,
+        lower,
+        h,
+        errors,
+        tilt,
+        log_z_total,
+        count,
+        support_top=last >= top_index,
     )
 
 
