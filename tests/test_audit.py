@@ -598,3 +598,31 @@ def test_mcdp_claims_at_and_below_the_exact_parameters():
             {"mu": mu_c, "tau": tau_c, "adjacency": "add_remove", "notion": "mcdp"}, release
         )
         assert low.verdict == "violated"
+
+
+@pytest.mark.parametrize(
+    ("release", "claim_table", "exact"),
+    [
+        # μ = 3/0.3 = 10.00000000000000037 (0.3 is a float): a claim of 10.0 is false
+        (
+            {"mechanism": "gaussian", "sigma": 0.3, "sensitivity": 3.0},
+            {"notion": "gdp", "mu": 10.0},
+            Fraction(3) / Fraction(0.3),
+        ),
+        # a declared 0.1-GDP release has ρ = 0.1²/2 > 0.005 (the float 0.1 is above 1/10)
+        (
+            {"mechanism": "gdp", "mu": 0.1},
+            {"notion": "zcdp", "rho": 0.005},
+            Fraction(0.1) ** 2 / 2,
+        ),
+    ],
+)
+def test_claims_just_below_the_exact_value_never_hold(release, claim_table, exact):
+    """The recomputed μ was √(μ²) rounded to nearest, and a declared μ-GDP release became
+    Gaussian(σ = 1/μ) with σ rounded: both could fall below the exact value, and a claim
+    just below it was "holds" (review). Reported values are now rounded up."""
+    claimed = next(v for k, v in claim_table.items() if k != "notion")
+    assert Fraction(claimed) < exact
+    report = audit({**claim_table, "adjacency": "add_remove"}, release)
+    assert report.verdict not in ("holds", "holds_loosely")
+    assert Fraction(report.value) >= exact

@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import mpmath
 from scipy import special
 
-from dpledger._numerics import mul_up, ratio_squared_up, round_up, square_up, sum_up
+from dpledger._numerics import mul_up, ratio_squared_up, round_up, sqrt_up, square_up, sum_up
 from dpledger._public import namespace
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_nonnegative, check_positive, check_probability
@@ -249,8 +249,8 @@ class GDPSummary(Summary):
 
     @property
     def mu(self) -> float:
-        """The GDP parameter μ."""
-        return math.sqrt(self.mu_squared)
+        """The GDP parameter μ = √(μ²), rounded up (a reported bound)."""
+        return sqrt_up(self.mu_squared)
 
     def __add__(self, other: GDPSummary) -> GDPSummary:
         return GDPSummary(sum_up(self.mu_squared, other.mu_squared))

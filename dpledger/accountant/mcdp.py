@@ -22,7 +22,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from dpledger._numerics import float_up, mul_up, ratio_squared_up, round_up, square_up, sum_up
+from dpledger._numerics import (
+    float_up,
+    mul_up,
+    ratio_squared_up,
+    round_up,
+    sqrt_up,
+    square_up,
+    sum_up,
+)
 from dpledger._public import deprecated_alias, namespace
 from dpledger._validation import check_nonnegative, check_probability
 from dpledger.accountant import events as ev
@@ -78,7 +86,7 @@ class MCDPSummary(Summary):
     @property
     def tau(self) -> float:
         """The subgaussian parameter τ = √(τ²), rounded up (a reported bound)."""
-        return round_up(math.sqrt(self.tau_squared))
+        return sqrt_up(self.tau_squared)
 
     def __add__(self, other: MCDPSummary) -> MCDPSummary:
         return MCDPSummary(sum_up(self.mu, other.mu), sum_up(self.tau_squared, other.tau_squared))

@@ -292,7 +292,8 @@ def _base_event(release: Release, adjacency: str, findings: list[str]) -> ev.Eve
     if mech == "mcdp":
         return ev.MCDP(mu=p["mu"], tau=p["tau"])
     if mech == "gdp":
-        return ev.Gaussian(sigma=1.0 / p["mu"])
+        # μ-GDP is the Gaussian with Δ/σ = μ; σ = 1/μ would round (to either side)
+        return ev.Gaussian(sigma=1.0, sensitivity=p["mu"])
     if mech == "wishart":
         eps_w = p["epsilon"]
         findings.append(
