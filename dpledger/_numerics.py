@@ -96,6 +96,14 @@ def sqrt_up(value: float) -> float:
     return root
 
 
+def sqrt_down(value: float) -> float:
+    """√value rounded down (exactly): the largest float whose square is ≤ ``value``."""
+    root = math.sqrt(value)
+    if math.isfinite(root) and Fraction(root) ** 2 > Fraction(value):
+        root = math.nextafter(root, -math.inf)
+    return root
+
+
 def square_up(value: float, divisor: int = 1) -> float:
     """``value² / divisor`` rounded up, exactly (never 0 for a non-zero value)."""
     if math.isinf(value):

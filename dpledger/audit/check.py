@@ -41,7 +41,7 @@ import mpmath
 from dpledger import accountant
 from dpledger._format import down as fmt_down
 from dpledger._format import up as fmt_up
-from dpledger._numerics import div_down, float_down
+from dpledger._numerics import div_down, float_down, sqrt_down
 from dpledger._public import namespace
 from dpledger._table import format_table
 from dpledger.accountant import events as ev
@@ -408,13 +408,15 @@ def _lower_stand_in(event: ev.Event) -> ev.Event | None:
     if isinstance(event, ev.Repeated):
         inner = _lower_stand_in(event.event)
         return None if inner is None else ev.Repeated(inner, event.count)
+    # the Gaussian stand-ins' μ = Δ/σ is rounded down, so that they satisfy the declaration
+    # (σ = 1/√(2ρ) rounded to nearest could make μ²/2 exceed ρ by an ulp)
     if isinstance(event, ev.ZCDP):
         if event.xi:
             return None
-        return ev.Gaussian(sigma=1.0 / math.sqrt(2 * event.rho))
+        return ev.Gaussian(sigma=1.0, sensitivity=sqrt_down(2 * event.rho))
     if isinstance(event, ev.MCDP):
         # N(0, 1/m²) with m = min(τ, √(2μ)) is (m²/2, m)-mCDP ⊆ the declared (μ, τ)
-        return ev.Gaussian(sigma=1.0 / min(event.tau, math.sqrt(2 * event.mu)))
+        return ev.Gaussian(sigma=1.0, sensitivity=min(event.tau, sqrt_down(2 * event.mu)))
     if isinstance(event, ev.PoissonSampled):
         inner = _lower_stand_in(event.event)
         return None if inner is None else ev.PoissonSampled(inner, rate=event.rate)
