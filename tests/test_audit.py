@@ -626,3 +626,61 @@ def test_claims_just_below_the_exact_value_never_hold(release, claim_table, exac
     report = audit({**claim_table, "adjacency": "add_remove"}, release)
     assert report.verdict not in ("holds", "holds_loosely")
     assert Fraction(report.value) >= exact
+
+
+def test_a_gaussian_is_never_pure_dp():
+    """δ(40) of one Gaussian (σ = 1) is 3.9e-343: it underflows to 0, and a computed δ
+    of 0 "proved" the claim (40, 0). A pure claim is proved by ε alone now (review)."""
+    report = audit(claim(40.0, 0.0), gaussian(1.0))
+    assert report.verdict == "violated"
+    report = audit(claim(40.0, 0.0), {"mechanism": "zcdp", "rho": 0.5})
+    assert report.verdict not in ("holds", "holds_loosely")
+
+
+@pytest.mark.parametrize(
+    ("claim_table", "releases"),
+    [
+        # 1 − (1 − 0.25)² = 7/16 exactly: ε(7/16) = 2 (optimal composition, Kairouz et al.)
+        (
+            claim(2.0, 0.4375, notion="approx_dp"),
+            [{"mechanism": "approx_dp", "epsilon": 1.0, "delta": 0.25, "count": 2}],
+        ),
+        # δ(1e-6) of a Gaussian σ = 1 is 0.382924614010509245… ≤ the claimed δ
+        (claim(1e-6, 0.38292461401050926, notion="approx_dp"), [gaussian(1.0)]),
+    ],
+)
+def test_true_claims_at_the_edge_are_never_called_violated(claim_table, releases):
+    """The exact methods' values are upper bounds with upward margins (ε = ∞ where
+    1 − Π(1 − δᵢ) rounds up to the claimed δ); used as lower bounds they called these
+    true claims "violated" (review). Lower bounds now come from attained pairs or the
+    Gaussian's closed form in 60-digit mpmath, rounded down."""
+    report = audit(claim_table, *releases)
+    assert report.verdict != "violated"
+    assert report.epsilon_lower is None or report.epsilon_lower <= claim_table["epsilon"]
+
+
+def test_gaussian_lower_bound_brackets_the_closed_form():
+    """The Gaussian's ε(δ) lower bound is below the exact value and within 1e-12 of it."""
+    import mpmath
+
+    from dpledger.audit.check import _gaussian_lower
+
+    cases = ((Fraction(1), 1e-5), (Fraction(100), 1e-10), (Fraction(1, 10_000), 0.3), (2, 0.01))
+    for mu2, delta in cases:
+        mu2 = Fraction(mu2)
+        lower = _gaussian_lower(mu2, delta)
+        with mpmath.workdps(50):
+            mu = mpmath.sqrt(mpmath.mpf(mu2.numerator) / mu2.denominator)
+
+            def curve(eps, mu=mu):
+                return mpmath.ncdf(mu / 2 - eps / mu) - mpmath.exp(eps) * mpmath.ncdf(
+                    -mu / 2 - eps / mu
+                )
+
+            # δ(ε) decreases: δ(lower) ≥ δ puts lower below the exact ε(δ), and
+            # δ(lower·(1 + 1e-12)) < δ puts it within 1e-12 of it
+            if curve(mpmath.mpf(0)) <= delta:  # already (0, δ)-DP
+                assert lower == 0.0
+                continue
+            assert curve(mpmath.mpf(lower)) >= delta
+            assert curve(mpmath.mpf(lower) * (1 + mpmath.mpf(1e-12))) < delta

@@ -45,6 +45,7 @@ from dpledger._numerics import div_down, float_down, sqrt_down
 from dpledger._public import namespace
 from dpledger._table import format_table
 from dpledger.accountant import events as ev
+from dpledger.accountant._atoms import gaussian_mu_squared
 from dpledger.accountant.advanced import advanced_composition
 from dpledger.accountant.pld import PLDSummary, epsilon_lower_bound
 from dpledger.audit.pipeline import Claim, Pipeline, Release, load_pipeline, parse_pipeline
@@ -489,6 +490,39 @@ _ATTAINED_PURE: dict[type[ev.Event], Any] = {
 }
 
 
+def _gaussian_lower(mu_squared: Fraction, delta: float) -> float:
+    """The exact ε(δ) of μ-GDP (Balle & Wang 2018, Thm 8), rounded down: a lower bound.
+
+    δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) decreases in ε; bisection in 60-digit mpmath
+    keeps an ε with δ(ε) > ``delta`` (so the true ε(δ) lies above it), lowered by 1e-25
+    relative and rounded down.
+    """
+    with mpmath.workdps(60):
+        mu = mpmath.sqrt(mpmath.mpf(mu_squared.numerator) / mu_squared.denominator)
+        target = mpmath.mpf(delta)
+
+        def curve(eps: Any) -> Any:
+            return mpmath.ncdf(mu / 2 - eps / mu) - mpmath.exp(eps) * mpmath.ncdf(
+                -mu / 2 - eps / mu
+            )
+
+        if curve(mpmath.mpf(0)) <= target:
+            return 0.0
+        low, high = mpmath.mpf(0), mpmath.mpf(1)
+        while curve(high) > target:
+            low, high = high, 2 * high
+        for _ in range(400):
+            if high - low <= mpmath.mpf(10) ** -40 * high:
+                break
+            middle = (low + high) / 2
+            if curve(middle) > target:
+                low = middle
+            else:
+                high = middle
+        result = float(low * (1 - mpmath.mpf(10) ** -25))
+    return max(0.0, math.nextafter(result, -math.inf))
+
+
 def _lower_epsilon(event: ev.Event, delta: float, upper: float) -> float | None:
     """A certified lower bound on the true ε at ``delta``, attained; None if there is none.
 
@@ -504,11 +538,12 @@ def _lower_epsilon(event: ev.Event, delta: float, upper: float) -> float | None:
         return None
     if delta == 0:
         return _pure_lower(stand_in)
-    exact = accountant.exact_value(stand_in, "epsilon", delta)
-    if exact is not None:
-        # the exact value plus its (tiny, explicit) float-error margin; 1e-9 relative is
-        # far more than that margin
-        return exact[1] * (1 - 1e-9)
+    mu_squared = gaussian_mu_squared(ev.flatten(stand_in))
+    if mu_squared is not None:
+        return _gaussian_lower(mu_squared, delta)
+    # (not the exact methods' values: they are upper bounds with upward margins — optimal
+    # composition's grows with the count, and ε = ∞ where 1 − Π(1 − δᵢ) rounds up to δ —
+    # and 1e-9 relative below them was above the true ε: false "violated" verdicts)
     try:
         # attained pairs only (also the discrete Gaussian and sampling without replacement);
         # None where the lower construction certifies nothing
@@ -699,10 +734,21 @@ def _judge_dp(
         None if lower_event is None else _lower_epsilon(lower_event, claim.delta, upper)
     )
     # either certified comparison proves the claim (δ at the claimed ε avoids rounding ε up)
-    if upper <= claim.epsilon or report.delta <= claim.delta:
+    # — but a computed δ of 0 proves nothing at δ = 0: a positive δ below 5e-324 underflows
+    # to it (a Gaussian "held" as (40, 0)-DP), so a pure claim is proved by ε alone
+    proved = upper <= claim.epsilon or (claim.delta > 0 and report.delta <= claim.delta)
+    refuted = report.epsilon_lower is not None and report.epsilon_lower > claim.epsilon
+    if proved and refuted:  # two certified bounds disagree: never pick one silently
+        report.verdict = "not_certified"
+        report.findings.append(
+            f"Internal inconsistency: the certified bounds ε ≤ {_fmt(upper)} and "
+            f"ε ≥ {_fmt(report.epsilon_lower)} disagree on this claim; no verdict is given "
+            "(please report this as a defect)."
+        )
+    elif proved:
         loose = upper < loose_ratio * claim.epsilon
         report.verdict = "holds_loosely" if loose else "holds"
-    elif report.epsilon_lower is not None and report.epsilon_lower > claim.epsilon:
+    elif refuted:
         report.verdict = "violated"
     else:
         report.verdict = "not_certified"
@@ -720,27 +766,27 @@ def _judge_other(
     loose_ratio: float,
     lower_event: ev.Event | None,
 ) -> None:
-    # a lower bound here is the recomputed value itself, where it is exact and attained
-    gaussian_only = lower_event is not None and accountant._exact_method(event) == "gdp"
+    # a lower bound here exists where the attained stand-in is a composition of Gaussians:
+    # its μ² = Σ k(Δ/σ)² is exact (a rational), and every quantity below is a function of
+    # it, rounded down (the accountants' values are rounded up: used as lower bounds they
+    # called claims at the exact value "violated", down to subnormal μ)
+    stand_in = None if lower_event is None else _lower_stand_in(lower_event)
+    mu2 = None if stand_in is None else gaussian_mu_squared(ev.flatten(stand_in))
+    lower: float | None
     if claim.notion == "zcdp":
         value = accountant.ZCDPAccountant.summarize(event).rho
         claimed, quantity = claim.rho, "rho"
-        stand_in = None if lower_event is None else _lower_stand_in(lower_event)
-        exact = stand_in is not None and accountant._exact_method(stand_in) == "gdp"
-        lower = (
-            accountant.ZCDPAccountant.summarize(stand_in).rho
-            if exact and stand_in is not None
-            else None
-        )
+        lower = None if mu2 is None else float_down(mu2 / 2)
     elif claim.notion == "gdp":
         value = accountant.GDPAccountant.summarize(event).mu
         claimed, quantity = claim.mu, "mu"
-        lower = value if gaussian_only else None
+        lower = None if mu2 is None else sqrt_down(float_down(mu2))
     elif claim.notion == "rdp":
         assert claim.alpha is not None
         value = accountant.RDPAccountant.summarize(event).curve(claim.alpha)
         claimed, quantity = claim.epsilon, f"RDP ε at α = {claim.alpha:g}"
-        lower = value if gaussian_only else None
+        # a Gaussian's RDP curve is exactly αμ²/2 (Mironov 2017, Prop. 7)
+        lower = None if mu2 is None else float_down(Fraction(claim.alpha) * mu2 / 2)
     else:  # mcdp: (μ, τ) partially ordered
         summary = accountant.MCDPAccountant.summarize(event)
         report.quantity = "(mu, tau)"
@@ -750,9 +796,9 @@ def _judge_other(
         if summary.mu <= claim.mu and summary.tau <= claim.tau:
             loose = summary.mu < loose_ratio * claim.mu and summary.tau < loose_ratio * claim.tau
             report.verdict = "holds_loosely" if loose else "holds"
-        elif gaussian_only and (
-            # the recomputed (μ, τ) are exact up to upward rounding: beyond it, violated
-            summary.mu * (1 - 1e-9) > claim.mu or summary.tau * (1 - 1e-9) > claim.tau
+        elif mu2 is not None and (
+            # the Gaussians are exactly (μ²/2, μ)-mCDP and attain both (Dwork & Rothblum 2016)
+            float_down(mu2 / 2) > claim.mu or sqrt_down(float_down(mu2)) > claim.tau
         ):
             report.verdict = "violated"
         else:
@@ -762,7 +808,7 @@ def _judge_other(
     report.value, report.claimed_value, report.quantity = value, claimed, quantity
     if value <= claimed:
         report.verdict = "holds_loosely" if value < loose_ratio * claimed else "holds"
-    elif lower is not None and lower * (1 - 1e-9) > claimed:
+    elif lower is not None and lower > claimed:
         report.verdict = "violated"
     else:
         report.verdict = "not_certified"
