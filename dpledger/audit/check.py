@@ -497,6 +497,9 @@ def _gaussian_lower(mu_squared: Fraction, delta: float) -> float:
     keeps an ε with δ(ε) > ``delta`` (so the true ε(δ) lies above it), lowered by 1e-25
     relative and rounded down.
     """
+    # δ(ε) grows with μ at every ε (a larger μ is a less private Gaussian), so capping μ
+    # at 10⁶ (ε in the 10¹¹s) keeps a lower bound and keeps mpmath's Φ in range
+    mu_squared = min(mu_squared, Fraction(10**12))
     with mpmath.workdps(60):
         mu = mpmath.sqrt(mpmath.mpf(mu_squared.numerator) / mu_squared.denominator)
         target = mpmath.mpf(delta)
