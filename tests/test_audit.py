@@ -684,3 +684,13 @@ def test_gaussian_lower_bound_brackets_the_closed_form():
                 continue
             assert curve(mpmath.mpf(lower)) >= delta
             assert curve(mpmath.mpf(lower) * (1 + mpmath.mpf(1e-12))) < delta
+
+
+@pytest.mark.parametrize(
+    "release", [{"mechanism": "zcdp", "rho": 1e308}, {"mechanism": "mcdp", "mu": 1e308, "tau": 1.0}]
+)
+def test_huge_declared_parameters_get_a_report(release):
+    """ρ = 1e308 is a valid declaration; its Gaussian stand-in's μ = √(2ρ) overflowed and
+    check_claim raised instead of reporting (review)."""
+    report = audit(claim(1.0, 1e-5), release)
+    assert report.verdict in ("violated", "not_certified")

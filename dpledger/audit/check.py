@@ -414,10 +414,12 @@ def _lower_stand_in(event: ev.Event) -> ev.Event | None:
     if isinstance(event, ev.ZCDP):
         if event.xi:
             return None
-        return ev.Gaussian(sigma=1.0, sensitivity=sqrt_down(2 * event.rho))
+        # (2ρ capped at 1e300: a smaller μ is also ρ-zCDP, and 2ρ may overflow)
+        return ev.Gaussian(sigma=1.0, sensitivity=sqrt_down(min(2 * event.rho, 1e300)))
     if isinstance(event, ev.MCDP):
         # N(0, 1/m²) with m = min(τ, √(2μ)) is (m²/2, m)-mCDP ⊆ the declared (μ, τ)
-        return ev.Gaussian(sigma=1.0, sensitivity=min(event.tau, sqrt_down(2 * event.mu)))
+        mu = min(event.tau, sqrt_down(min(2 * event.mu, 1e300)))
+        return ev.Gaussian(sigma=1.0, sensitivity=mu)
     if isinstance(event, ev.PoissonSampled):
         inner = _lower_stand_in(event.event)
         return None if inner is None else ev.PoissonSampled(inner, rate=event.rate)
