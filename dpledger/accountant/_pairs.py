@@ -439,14 +439,13 @@ class SubsampledPair(Pair):
     def hockey(self, eps: np.ndarray) -> np.ndarray:
         g = self.rate
         eps = np.asarray(eps, dtype=float)
-        e = np.exp(eps)
         out = np.zeros_like(eps)
         if self.direction == "remove":
             inner, ok = _mixture_threshold(eps, g)
             out[ok] = g * self.base.hockey(inner[ok])
             out[~ok] = -np.expm1(eps[~ok])
         else:
-            scale = 1 - e * (1 - g)
+            scale = 1 - np.exp(eps) * (1 - g)
             ok = scale > 0
             inner = eps[ok] + math.log(g) - np.log(scale[ok])
             out[ok] = scale[ok] * self.base.hockey(inner)

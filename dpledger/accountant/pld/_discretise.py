@@ -196,6 +196,38 @@ def _connect_the_dots_monotone(shape: MonotoneLoss, j0: int, j1: int, h: float) 
     return _Discrete(j0, masses, min(1.0, infinite + shape.beyond))
 
 
+def _atom_cells(
+    losses: np.ndarray, j0: int, j1: int, h: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(kept, k, d): each atom's cell k (from j0) and offset d ≥ its true offset ℓ − εₖ.
+
+    kept is False for atoms above the grid's last point. In floats, d errs by at most
+    m = 4u(|ℓ| + h) (the product kh and one subtraction), so d + m is used; atoms within m
+    of a grid point or outside [j0·h, j1·h] (where the floor itself may be off by one)
+    are placed in exact rational arithmetic instead (below the grid: moved up to the
+    first point, d = 0).
+    """
+    n = j1 - j0 + 1
+    with np.errstate(invalid="ignore"):
+        cell = np.floor(losses / h)
+        offset = losses - cell * h
+    margin = 4 * 2.0**-53 * (np.abs(losses) + h) + 5e-324
+    k = cell.astype(np.int64) - j0
+    border = (offset < margin) | (offset > h - margin) | (k < 0) | (k > n - 2)
+    kept = np.ones(len(losses), dtype=bool)
+    d = np.minimum(offset + margin, h)
+    step = Fraction(h)
+    for i in np.flatnonzero(border).tolist():
+        exact = Fraction(float(losses[i]))
+        if exact > j1 * step:
+            kept[i] = False
+            continue
+        k[i] = min(max(math.floor(exact / step) - j0, 0), n - 2)
+        rest = exact - (j0 + int(k[i])) * step  # in [0, h] unless below the grid
+        d[i] = 0.0 if rest <= 0 else min(float_up(rest), h)
+    return kept, k[kept], d[kept]
+
+
 def _connect_the_dots_atoms(
     losses: np.ndarray, p: np.ndarray, infinite_mass: float, j0: int, j1: int, h: float
 ) -> _Discrete:
@@ -206,32 +238,18 @@ def _connect_the_dots_atoms(
     p·(e^{h−d} − 1)/(e^h − 1) to εₖ and p·e^{h−d}(e^d − 1)/(e^h − 1) to εₖ₊₁, d = ℓ − εₖ.
     Every term is non-negative, so no mass is lost to cancellation.
 
-    The cell and d are found in exact rational arithmetic, with d rounded up: the grid's
-    losses are the real numbers (j0 + i)·h, and a float evaluation put the atom 0.1 of
-    randomized response on the point 1000·h = 0.1 − 7.6e-19 (h = 1e-4), *below* its
-    loss — a composition of 300 then had δ̄(30.0) = 0 where the exact δ is 6.6e-215.
+    The cell and d are never below the truth: the grid's losses are the real numbers
+    (j0 + i)·h, and a float evaluation put the atom 0.1 of randomized response on the
+    point 1000·h = 0.1 − 7.6e-19 (h = 1e-4), *below* its loss — a composition of 300 then
+    had δ̄(30.0) = 0 where the exact δ is 6.6e-215 (:func:`_atom_cells`).
     """
     n = j1 - j0 + 1
-    step = Fraction(h)
-    cells, offsets, keep = [], [], []
-    for loss in losses.tolist():
-        exact = Fraction(loss)
-        # the grid covers the support (see _grid_range); an atom above it would go to +∞
-        # (δ atoms), never down onto the top point; one below it moves up to the first
-        if exact > j1 * step:
-            keep.append(False)
-            continue
-        cell = min(max(math.floor(exact / step) - j0, 0), n - 2)
-        rest = exact - (j0 + cell) * step  # in [0, h] unless below the grid
-        cells.append(cell)
-        offsets.append(0.0 if rest <= 0 else min(float_up(rest), h))  # never moved down
-        keep.append(True)
-    kept = np.array(keep, dtype=bool)
+    kept, k, d = _atom_cells(losses, j0, j1, h)
     if not kept.all():
+        # the grid covers the support (see _grid_range); an atom above it goes to +∞ (δ
+        # atoms), never down onto the top point
         infinite_mass = min(1.0, round_up(math.fsum([infinite_mass, *p[~kept].tolist()])))
         p = p[kept]
-    k = np.array(cells, dtype=np.int64)
-    d = np.array(offsets, dtype=float)
     em1h = math.expm1(h)
     down = p * np.expm1(h - d) / em1h
     up = p * np.exp(h - d) * np.expm1(d) / em1h
