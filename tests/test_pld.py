@@ -647,3 +647,44 @@ def test_delta_below_the_top_of_the_support_is_positive_even_when_it_underflows(
     assert acc.delta(event, below) > 0.0
     assert acc.delta(event, below, method="pld") > 0.0
     assert Fraction(acc.epsilon(event, 0.0)) >= Fraction(below)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    log_h=st.floats(-6.0, -1.0),
+    j0=st.integers(-100_000, 0),
+    j1=st.integers(1, 100_000),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_atoms_are_never_placed_below_their_loss(log_h, j0, j1, seed):
+    """``_atom_cells`` against exact rationals: each atom's grid position (j0 + k)·h + d
+    is at least its loss (or the grid's first point, for atoms below it), within a few u
+    of it, and atoms above the grid are dropped to +∞ — on random losses, on grid points
+    and next to them (where the float floor may be off by one)."""
+    from dpledger.accountant.pld._discretise import _atom_cells
+
+    rng = np.random.default_rng(seed)
+    h = 10.0**log_h
+    on_grid = np.arange(j0, j1 + 1, max(1, (j1 - j0) // 30)) * h
+    losses = np.concatenate(
+        [
+            rng.uniform(1.1 * j0 * h, 1.1 * j1 * h, 40),
+            on_grid,
+            np.nextafter(on_grid, np.inf),
+            np.nextafter(on_grid, -np.inf),
+            [0.1, 1 / 3],
+        ]
+    )
+    kept, k, d = _atom_cells(losses, j0, j1, h)
+    step = Fraction(h)
+    placed = iter(zip(k.tolist(), d.tolist(), strict=True))
+    for loss, keep in zip(losses.tolist(), kept.tolist(), strict=True):
+        exact = Fraction(loss)
+        assert keep == (exact <= j1 * step)
+        if not keep:
+            continue
+        cell, offset = next(placed)
+        assert 0 <= cell <= j1 - j0 - 1 and 0.0 <= offset <= h
+        position = (j0 + cell) * step + Fraction(offset)
+        target = max(exact, j0 * step)
+        assert target <= position <= target + Fraction(10 * 2.0**-53) * (abs(exact) + step)
