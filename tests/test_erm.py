@@ -402,7 +402,7 @@ def test_output_perturbation_sensitivity_holds_for_worst_neighbours(adjacency):
         data_size=300,
         rng=0,
     )
-    Xs, ys, size, _ = model._design(X, y)
+    Xs, ys, size, _, _ = model._design(X, y)
     loss = _Loss("logistic", 1.0, 0.25)
     base, _ = _minimise(Xs, ys, loss, lam, np.zeros(3), 1e-12, 100)
     model.fit(X, y)
@@ -444,6 +444,19 @@ def test_output_perturbation_sensitivity_holds_for_worst_neighbours(adjacency):
         (ObjectivePerturbationClassifier, {"intercept_scaling": math.inf}, "intercept_scaling"),
         (OutputPerturbationRegressor, {"huber_threshold": math.nan}, "huber_threshold"),
         (OutputPerturbationClassifier, {"noise": "cauchy"}, "noise"),
+        (ObjectivePerturbationClassifier, {"noise": "l1_laplace"}, "x_l1_bound"),
+        (ObjectivePerturbationClassifier, {"x_l1_bound": 2.0}, "x_l1_bound"),
+        (
+            ObjectivePerturbationClassifier,
+            {"noise": "l1_laplace", "x_l1_bound": -1.0},
+            "x_l1_bound",
+        ),
+        (
+            ObjectivePerturbationClassifier,
+            {"noise": "l1_laplace", "x_l1_bound": 2.0, "variant": "published"},
+            "published",
+        ),
+        (OutputPerturbationClassifier, {"noise": "l1_laplace"}, "l1_laplace"),
     ],
 )
 def test_conditions_are_enforced_with_named_errors(cls, changes, argument):
@@ -619,3 +632,198 @@ def test_the_joint_bound_is_refused_for_a_loss_that_is_not_the_logistic_loss():
             adjacency="replace_one",
             loss="logistic",
         )
+
+
+# -- ℓ₁-Laplace b: the K-norm mechanism of the ℓ₁ ball --------------------------------------
+
+
+def test_l1_noise_plan_is_the_l2_plan_with_the_l1_gradient_bound():
+    # the same ε′ and ridge (the Jacobian term is ℓ₂ either way); the scale is k·L₁/ε′
+    setting = {
+        "epsilon": 0.3,
+        "lipschitz": 1.0,
+        "curvature": 0.25,
+        "size": 5000,
+        "regularization": 1e-4,
+        "adjacency": "replace_one",
+    }
+    for loss in ("generic", "logistic"):
+        l2 = objective_perturbation_plan(**setting, loss=loss)
+        l1 = objective_perturbation_plan(
+            **setting, loss=loss, noise="l1_laplace", l1_lipschitz=3.5
+        )
+        assert l1.noise == "l1_laplace" and l1.delta == 0.0
+        assert l1.epsilon_noise == l2.epsilon_noise
+        assert l1.extra_regularization == l2.extra_regularization
+        assert l1.scale == pytest.approx(2 * 3.5 / l1.epsilon_noise, rel=1e-12)
+        assert l1.scale >= 2 * 3.5 / l1.epsilon_noise  # rounded towards more noise
+        again = objective_perturbation_epsilon(
+            noise="l1_laplace",
+            scale=l1.scale,
+            lipschitz=1.0,
+            l1_lipschitz=3.5,
+            curvature=0.25,
+            size=5000,
+            regularization=1e-4 + l1.extra_regularization,
+            adjacency="replace_one",
+            loss=loss,
+        )
+        assert again <= 0.3
+        assert again == pytest.approx(0.3, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("changes", "argument"),
+    [
+        ({"noise": "l1_laplace"}, "l1_lipschitz"),
+        ({"noise": "l1_laplace", "l1_lipschitz": 0.0}, "l1_lipschitz"),
+        ({"noise": "laplace", "l1_lipschitz": 2.0}, "l1_lipschitz"),
+        ({"noise": "l1_laplace", "l1_lipschitz": 2.0, "variant": "published"}, "published"),
+    ],
+)
+def test_l1_noise_plan_arguments_are_checked(changes, argument):
+    setting = {
+        "epsilon": 1.0,
+        "lipschitz": 1.0,
+        "curvature": 0.25,
+        "size": 100,
+        "regularization": 1e-2,
+        "adjacency": "replace_one",
+    }
+    with pytest.raises(InvalidArgumentError, match=argument):
+        objective_perturbation_plan(**{**setting, **changes})
+
+
+def test_l1_noise_coordinates_are_iid_laplace():
+    plan = objective_perturbation_plan(
+        epsilon=0.7,
+        lipschitz=1.0,
+        curvature=0.25,
+        size=1000,
+        regularization=1e-3,
+        adjacency="replace_one",
+        noise="l1_laplace",
+        l1_lipschitz=2.0,
+    )
+    mechanism = _ObjectiveNoise(plan, 4)
+    assert mechanism.event == ev.PureDP(plan.epsilon)
+    draws = np.array([mechanism.release(np.zeros(4), 3 + i) for i in range(5000)])
+    for j in range(4):
+        assert stats.kstest(draws[:, j], stats.laplace(scale=plan.scale).cdf).pvalue > 1e-3
+    # independent coordinates: no correlation between them
+    assert np.max(np.abs(np.corrcoef(draws.T) - np.eye(4))) < 0.06
+
+
+@pytest.mark.parametrize("adjacency", ["replace_one", "add_remove"])
+def test_two_dimensional_privacy_loss_with_l1_noise_is_within_the_charge(adjacency):
+    # d = 2, ℓ₁-Laplace b: p_D(θ) ∝ exp(−β‖g_D(θ)‖₁)·det(H_D(θ) + Λ) exactly (change of
+    # variables). Rows in {‖x‖₂ ≤ 1, ‖x‖₁ ≤ R₁}; the noise is sized for k·R₁ in ℓ₁, so
+    # the log ratio over a θ grid stays within the joint charge
+    rng = np.random.default_rng(9)
+    n, r1 = 12, 1.2
+    X = rng.normal(size=(n, 2)) * 0.05
+    y = rng.choice([-1.0, 1.0], n)
+    lam = 0.4
+    plan = objective_perturbation_plan(
+        epsilon=1.0,
+        lipschitz=1.0,
+        curvature=0.25,
+        size=n,
+        regularization=lam,
+        adjacency=adjacency,
+        loss="logistic",
+        noise="l1_laplace",
+        l1_lipschitz=r1,
+    )
+    ridge = n * (lam + plan.extra_regularization)
+    beta = 1.0 / plan.scale
+    axis = np.linspace(-12, 12, 401)
+    T = np.stack(np.meshgrid(axis, axis), axis=-1).reshape(-1, 2)
+
+    def log_density(rows, labels):
+        m = (T @ rows.T) * labels
+        d1 = -labels / (1 + np.exp(m))
+        g = -(d1[:, :, None] * rows[None]).sum(axis=1) - ridge * T
+        w = 1 / (4 * np.cosh(m / 2) ** 2)
+        H = np.einsum("ti,ij,ik->tjk", w, rows, rows) + ridge * np.eye(2)
+        return -beta * np.abs(g).sum(axis=1) + np.log(np.linalg.det(H))
+
+    def on_boundary(angle):  # the largest multiple of the direction inside both balls
+        u = np.array([math.cos(angle), math.sin(angle)])
+        return u * min(1.0, r1 / np.abs(u).sum())
+
+    worst = 0.0
+    base = log_density(X, y)
+    for angle in np.linspace(0, 2 * np.pi, 16, endpoint=False):
+        x_new = on_boundary(angle)
+        assert np.abs(x_new).sum() <= r1 + 1e-12 and np.linalg.norm(x_new) <= 1 + 1e-12
+        for label in (-1.0, 1.0):
+            if adjacency == "replace_one":
+                X2, y2 = X.copy(), y.copy()
+                X2[0], y2[0] = x_new, -label
+                X1, y1 = X.copy(), y.copy()
+                X1[0], y1[0] = x_new, label
+                ratio = log_density(X1, y1) - log_density(X2, y2)
+            else:
+                ratio = log_density(np.vstack([X, x_new]), np.append(y, label)) - base
+            worst = max(worst, float(np.max(np.abs(ratio))))
+    assert worst <= plan.epsilon
+    assert worst >= 0.45 * plan.epsilon
+    if adjacency == "add_remove":
+        # sizing the ℓ₁ noise for the ℓ₂ bound (R = 1 < R₁) would be unsafe: one added row
+        # on the diagonal, misclassified, moves b by R₁ = 1.2 in ℓ₁ (within the grid)
+        beta = 1.0 / (plan.scale / r1)
+        base = log_density(X, y)  # under the smaller noise
+        unsafe = 0.0
+        for angle in (math.pi / 4, 3 * math.pi / 4, 5 * math.pi / 4, 7 * math.pi / 4):
+            rows = np.vstack([X, on_boundary(angle)])
+            for label in (-1.0, 1.0):
+                ratio = log_density(rows, np.append(y, label)) - base
+                unsafe = max(unsafe, float(np.max(np.abs(ratio))))
+        assert unsafe > plan.epsilon
+
+
+def test_rows_are_clipped_to_the_l1_bound_and_the_intercept_counts_in_it():
+    rng = np.random.default_rng(5)
+    X = (rng.random((3000, 6)) < 0.5).astype(float)  # ‖x‖₁ up to 6, ‖x‖₂ up to √6
+    y = (X[:, 0] + X[:, 1] > X[:, 2] + 0.5).astype(int)
+    kwargs = {
+        "epsilon": 2.0,
+        "x_bound": 2.5,
+        "adjacency": "replace_one",
+        "noise": "l1_laplace",
+        "x_l1_bound": 3.0,
+        "intercept_scaling": 0.5,
+    }
+    model = ObjectivePerturbationClassifier(rng=4, **kwargs).fit(X, y)
+    # R₁ = (3 + 0.5)/2.5 in the scaled units, a = 1, replace-one: scale = 2R₁/ε′
+    expected = 2 * (3.0 + 0.5) / 2.5 / model.plan_.epsilon_noise
+    assert model.plan_.scale == pytest.approx(expected, rel=1e-12)
+    assert model.plan_.scale >= expected
+    # a fit on rows clipped by hand to the ℓ₁ bound is the same fit (same noise draw)
+    l1 = np.abs(X).sum(axis=1)
+    clipped = X * np.minimum(1.0, 3.0 / np.maximum(l1, 1e-300))[:, None]
+    again = ObjectivePerturbationClassifier(rng=4, **kwargs).fit(clipped, y)
+    np.testing.assert_allclose(again.coef_, model.coef_, rtol=1e-9, atol=1e-12)
+    assert model.score(X, y) > 0.8
+
+
+def test_l1_noise_is_far_smaller_than_l2_noise_on_one_hot_rows():
+    # one-hot rows (8 blocks): R₁ = √8·R, d = 40 — E‖b‖² ratio 2R₁²/((d + 1)R²) = 16/41
+    setting = {
+        "epsilon": 1.0,
+        "lipschitz": 1.0,
+        "curvature": 0.25,
+        "size": 10_000,
+        "regularization": 1e-3,
+        "adjacency": "replace_one",
+        "loss": "logistic",
+    }
+    d = 40
+    l2 = objective_perturbation_plan(**setting)
+    l1 = objective_perturbation_plan(**setting, noise="l1_laplace", l1_lipschitz=math.sqrt(8))
+    rng = np.random.default_rng(0)
+    b2 = np.array([_ObjectiveNoise(l2, d).release(np.zeros(d), rng) for _ in range(4000)])
+    b1 = np.array([_ObjectiveNoise(l1, d).release(np.zeros(d), rng) for _ in range(4000)])
+    ratio = float(np.mean(np.sum(b1**2, axis=1)) / np.mean(np.sum(b2**2, axis=1)))
+    assert ratio == pytest.approx(16 / 41, rel=0.08)

@@ -113,6 +113,9 @@ ESTIMATORS = {
     "ObjectivePerturbation-published": lambda **kw: _erm(
         ObjectivePerturbationClassifier, variant="published", **kw
     ),
+    "ObjectivePerturbation-l1": lambda **kw: _erm(
+        ObjectivePerturbationClassifier, noise="l1_laplace", x_l1_bound=1.5, **kw
+    ),
     "ObjectivePerturbationRegressor": lambda **kw: _erm(ObjectivePerturbationRegressor, **kw),
     "OutputPerturbation": lambda **kw: _erm(OutputPerturbationClassifier, **kw),
     "OutputPerturbation-gaussian": lambda **kw: _erm(
@@ -139,6 +142,7 @@ CLASSIFIERS = {
     "ObjectivePerturbation",
     "ObjectivePerturbation-huber-gaussian",
     "ObjectivePerturbation-published",
+    "ObjectivePerturbation-l1",
     "OutputPerturbation",
     "OutputPerturbation-gaussian",
 }

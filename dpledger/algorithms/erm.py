@@ -30,7 +30,13 @@ in docs/algorithms.md, follows CMS Thm 9):
   2·log(1 + c/(nλ)) for R = 1; the ``published`` variant uses theirs.)
 * the *noise* term: b = −∇(Σℓ + Λ/2‖θ‖²)(θ̂), and a neighbour moves it by at most k·L.
   With density ∝ exp(−ε′‖b‖/(kL)) — ‖b‖ ~ Gamma(d, kL/ε′), uniform direction — that costs
-  ε′ (pure ε-DP: ε = ε′ + ε_J). With Gaussian b ~ N(0, σ²I) (after Kifer, Smith & Thakurta
+  ε′ (pure ε-DP: ε = ε′ + ε_J). The argument needs only that b's density is
+  ∝ exp(−ε′‖b‖_K/(k·L_K)) for a norm in which a row's gradient is at most L_K (the
+  K-norm mechanism, Hardt & Talwar 2010; the triangle inequality bounds the density
+  ratio). With ``noise="l1_laplace"`` and a declared ℓ₁ bound R₁ on the rows,
+  L₁ = a·R₁ and b has i.i.d. Laplace(kL₁/ε′) coordinates: E‖b‖² = 2d(kL₁/ε′)² against
+  d(d + 1)(kL/ε′)² for ℓ₂, so on sparse rows (one-hot data, R₁ ≪ √d·R) far less noise
+  for the same ε′. The Jacobian term (ℓ₂, c·R²) is unchanged. With Gaussian b ~ N(0, σ²I) (after Kifer, Smith & Thakurta
   2012), b's change is a combination of the fixed rows x, x′, so the loss is at most
   μ²/2 + μ|Z| (add/remove) or 2μ² + μ(|Z₁| + |Z₂|) (replace-one), μ = L/σ and Zᵢ
   standard normal (b is exactly N(0, σ²I) under the first dataset): a tail bound gives
@@ -49,8 +55,8 @@ together (both at the same θ̂) gives a privacy loss of at most
 nothing through the Jacobian). When A = R²/(N(λ + Δ)) ≤ e the maximand still rises at
 p = 1, so the maximum *is* at p = 1 and the Jacobian costs nothing: on Adult
 (N = 32,561, R = 1, λ = 1e-4, A = 0.31) all of the perturbation's ε goes to the noise,
-against 0.926 of it with ε′ + ε_J at ε = 1. ℓ₂-Laplace noise only; the Gaussian form
-keeps ε_G + ε_J.
+against 0.926 of it with ε′ + ε_J at ε = 1. The pure-ε noises only (ℓ₂ or ℓ₁: a row
+with |φ′| = p moves b by p·‖x‖_K ≤ p·R_K in either); the Gaussian form keeps ε_G + ε_J.
 
 **The theorem is for the exact minimiser θ̂; the fit releases the solver's θ̃ plus noise**
 (approximate minima perturbation, Iyengar et al. 2019, Alg. 1). The solver stops at
@@ -126,7 +132,9 @@ __all__ = [
     "objective_perturbation_plan",
 ]
 
-NOISES = ("laplace", "gaussian")
+NOISES = ("laplace", "l1_laplace", "gaussian")
+#: The noises of a pure ε-DP b (K-norm mechanisms: ℓ₂ and ℓ₁ balls).
+PURE_NOISES = ("laplace", "l1_laplace")
 LOSS_BOUNDS = ("generic", "logistic")
 
 #: Safety factor on every solved noise parameter (more noise, never less).
@@ -387,12 +395,13 @@ class PerturbationPlan:
 
     Attributes:
         epsilon: The ε charged: ε_noise + ε_jacobian (rounded up).
-        delta: The δ charged (0 for ℓ₂-Laplace noise).
+        delta: The δ charged (0 for the pure-ε noises).
         epsilon_noise: ε′ of the noise term (ε_G for Gaussian noise).
         epsilon_jacobian: ε_J = log(1 + c·R²/(N(λ + Δ))).
         extra_regularization: Δ, added to λ.
-        noise: "laplace" (‖b‖ ~ Gamma(d, scale)) or "gaussian" (b ~ N(0, scale²·I)).
-        scale: The Gamma scale of ‖b‖, or σ.
+        noise: "laplace" (‖b‖ ~ Gamma(d, scale), uniform direction), "l1_laplace" (i.i.d.
+            Laplace(scale) coordinates) or "gaussian" (b ~ N(0, scale²·I)).
+        scale: The Gamma scale of ‖b‖, the Laplace scale per coordinate, or σ.
     """
 
     epsilon: float
@@ -488,26 +497,31 @@ def objective_perturbation_epsilon(
     adjacency: str,
     delta: float = 0.0,
     loss: str = "generic",
+    l1_lipschitz: float | None = None,
 ) -> float:
     """The ε objective perturbation with this noise really gives (at ``delta`` if Gaussian).
 
     Args:
-        noise: "laplace" (‖b‖ ~ Gamma(d, scale)) or "gaussian" (σ = scale).
-        scale: The Gamma scale of ‖b‖, or σ.
-        lipschitz: L = a·R, the bound on one row's gradient.
+        noise: "laplace" (‖b‖ ~ Gamma(d, scale)), "l1_laplace" (i.i.d. Laplace(scale)
+            coordinates) or "gaussian" (σ = scale).
+        scale: The Gamma scale of ‖b‖, the Laplace scale per coordinate, or σ.
+        lipschitz: L = a·R, the bound on one row's gradient (ℓ₂).
         curvature: c·R², the bound on one row's Hessian.
         size: The public N.
         regularization: λ + Δ (the objective's ridge is N·(λ + Δ)).
         adjacency: "add_remove" or "replace_one".
         delta: For Gaussian noise, the δ at which to state ε.
         loss: "generic" (ε′ + ε_J) or "logistic" (the joint bound of
-            :func:`_logistic_joint`, for ℓ₂-Laplace noise; needs c·R² = L²/4).
+            :func:`_logistic_joint`, for the pure-ε noises; needs c·R² = L²/4).
+        l1_lipschitz: L₁ = a·R₁, the bound on one row's gradient in ℓ₁ norm (rows with
+            ‖x‖₁ ≤ R₁); needed by, and only by, ``noise="l1_laplace"``.
     """
     check_choice("noise", noise, NOISES)
     loss = check_choice("loss", loss, LOSS_BOUNDS)
     lipschitz, curvature, size, regularization, adjacency = _check_setting(
         lipschitz, curvature, size, regularization, adjacency
     )
+    noise_bound = _noise_bound(noise, lipschitz, l1_lipschitz)
     scale = check_positive("scale", scale, allow_inf=True)
     k = _k(adjacency)
     jac = _jacobian(curvature, size, regularization)
@@ -515,8 +529,8 @@ def objective_perturbation_epsilon(
         return jac
     if noise == "gaussian":
         delta = check_probability("delta", delta, low_open=True, high_open=True)
-    if noise == "laplace":
-        noise_eps = div_up(k * lipschitz, scale)
+    if noise in PURE_NOISES:
+        noise_eps = div_up(k * noise_bound, scale)
         if loss == "logistic":
             _check_logistic(lipschitz, curvature)
             return min(
@@ -533,6 +547,23 @@ def objective_perturbation_epsilon(
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if _gaussian_delta(mid, mu, adjacency) <= delta else (mid, hi)
     return sum_up(hi, jac)
+
+
+def _noise_bound(noise: str, lipschitz: float, l1_lipschitz: Any) -> float:
+    """The bound on one row's gradient in the noise's norm: L (ℓ₂) or L₁ (ℓ₁ noise)."""
+    if noise != "l1_laplace":
+        if l1_lipschitz is not None:
+            raise InvalidArgumentError(
+                f"`l1_lipschitz` is for noise='l1_laplace' only (noise={noise!r}). "
+                f"Found {l1_lipschitz!r}."
+            )
+        return lipschitz
+    if l1_lipschitz is None:
+        raise InvalidArgumentError(
+            "noise='l1_laplace' needs `l1_lipschitz`, the bound on one row's gradient in "
+            "ℓ₁ norm (a·R₁ for rows with ‖x‖₁ ≤ R₁). Found None."
+        )
+    return _finite_positive("l1_lipschitz", l1_lipschitz)
 
 
 def _check_logistic(lipschitz: float, curvature: float) -> None:
@@ -553,9 +584,10 @@ def _check_ridge(ridge: float, share: float, epsilon: float) -> None:
 
 
 def _laplace_noise(gradient_bound: float, budget: float, epsilon: float) -> tuple[float, float]:
-    """(Gamma scale of ‖b‖, the ε′ it gives) for ℓ₂-Laplace noise within ``budget``.
+    """(scale, the ε′ it gives) for a pure-ε K-norm noise within ``budget``.
 
-    The scale kL/ε′ is rounded up and the ε′ it really gives is recomputed from it (also
+    The Gamma scale of ‖b‖ (ℓ₂) or the per-coordinate Laplace scale (ℓ₁): kL/ε′ in the
+    noise's norm, rounded up and the ε′ it really gives is recomputed from it (also
     rounded up), so the ε′ charged is never below the noise's; ``gradient_bound`` is kL
     and ``epsilon`` the fit's ε, named in the error when no finite scale exists.
     """
@@ -569,9 +601,21 @@ def _laplace_noise(gradient_bound: float, budget: float, epsilon: float) -> tupl
 
 
 def _joint_plan(
-    epsilon: float, lipschitz: float, cr2: float, n: float, lam: float, k: int, share: float
+    epsilon: float,
+    lipschitz: float,
+    cr2: float,
+    n: float,
+    lam: float,
+    k: int,
+    share: float,
+    noise: str = "laplace",
 ) -> PerturbationPlan:
-    """Calibrated ℓ₂-Laplace objective perturbation for the logistic loss (joint bound)."""
+    """Calibrated pure-ε objective perturbation for the logistic loss (joint bound).
+
+    ``lipschitz`` is the row gradient's bound in the noise's norm (L or L₁): only the
+    noise's scale depends on it. The joint bound holds for either norm: a row with
+    |φ′| = p moves b by p·‖x‖_K ≤ p·R_K, a fraction p of the noise's sensitivity.
+    """
 
     def cost(noise_eps: float, ridge: float) -> float:
         return _joint(noise_eps, cr2, n, ridge, k)
@@ -609,7 +653,7 @@ def _joint_plan(
     total = cost(noise_eps, lam + extra)
     if total > epsilon:  # pragma: no cover - the bisections keep the feasible side
         raise InvalidArgumentError("internal error: the joint bound missed ε.")
-    return PerturbationPlan(total, 0.0, noise_eps, total - noise_eps, extra, "laplace", scale)
+    return PerturbationPlan(total, 0.0, noise_eps, total - noise_eps, extra, noise, scale)
 
 
 def objective_perturbation_plan(
@@ -625,13 +669,15 @@ def objective_perturbation_plan(
     variant: str = "calibrated",
     loss: str = "generic",
     jacobian_share: float = 0.5,
+    l1_lipschitz: float | None = None,
 ) -> PerturbationPlan:
     """The noise and extra ridge of objective perturbation for a target (ε, δ).
 
     ``calibrated``: ε_J = log(1 + c·R²/(Nλ)); if it exceeds s·ε (s = ``jacobian_share``,
     CMS's 1/2 by default), the extra ridge Δ = c·R²/(N(e^{s·ε} − 1)) − λ brings it to s·ε.
-    The rest, ε − ε_J, goes to the noise: ℓ₂-Laplace with Gamma scale kL/(ε − ε_J), or
-    the smallest σ whose tail bound meets δ. With ``loss="logistic"`` and ℓ₂-Laplace
+    The rest, ε − ε_J, goes to the noise: ℓ₂-Laplace with Gamma scale kL/(ε − ε_J),
+    ℓ₁-Laplace with per-coordinate scale kL₁/(ε − ε_J) (``l1_lipschitz`` = L₁), or
+    the smallest σ whose tail bound meets δ. With ``loss="logistic"`` and a pure-ε
     noise the joint bound (:func:`_logistic_joint`) replaces ε′ + ε_J: the largest ε′
     whose joint cost is ε, and if the Jacobian's part ε − ε′ exceeds s·ε, the smallest
     extra ridge that leaves ε′ = (1 − s)·ε. ``published`` (ℓ₂-Laplace, replace-one
@@ -647,6 +693,7 @@ def objective_perturbation_plan(
     lipschitz, curvature, size, regularization, adjacency = _check_setting(
         lipschitz, curvature, size, regularization, adjacency
     )
+    noise_bound = _noise_bound(noise, lipschitz, l1_lipschitz)
     if noise == "gaussian":
         delta = check_probability("delta", delta, low_open=True, high_open=True)
     else:
@@ -657,7 +704,7 @@ def objective_perturbation_plan(
         if noise != "laplace":
             raise InvalidArgumentError(
                 "objective perturbation has published constants for ℓ₂-Laplace noise only "
-                "(CMS 2011); use variant='calibrated' with noise='gaussian'."
+                f"(CMS 2011); use variant='calibrated' with noise={noise!r}."
             )
         ratio = cr2 / (n * lam)
         prime = epsilon - math.log1p(2 * ratio + ratio * ratio)
@@ -678,9 +725,9 @@ def objective_perturbation_plan(
             loss=loss,
         )
         return PerturbationPlan(total, 0.0, noise_eps, total - noise_eps, extra, noise, scale)
-    if noise == "laplace" and loss == "logistic":
+    if noise in PURE_NOISES and loss == "logistic":
         _check_logistic(lipschitz, cr2)
-        return _joint_plan(epsilon, lipschitz, cr2, n, lam, k, share)
+        return _joint_plan(epsilon, noise_bound, cr2, n, lam, k, share, noise)
     extra = 0.0
     jac = _jacobian(cr2, n, lam)
     if jac > share * epsilon:
@@ -691,8 +738,8 @@ def objective_perturbation_plan(
     budget = (epsilon - jac) * (1 - 4 * _MARGIN)
     if not budget > 0:  # pragma: no cover - jac <= ε/2 (rounded) leaves half of ε
         raise InvalidArgumentError(f"no budget left for the noise at epsilon={epsilon!r}.")
-    if noise == "laplace":
-        scale, noise_eps = _laplace_noise(k * lipschitz, budget, epsilon)
+    if noise in PURE_NOISES:
+        scale, noise_eps = _laplace_noise(k * noise_bound, budget, epsilon)
         return PerturbationPlan(sum_up(noise_eps, jac), 0.0, noise_eps, jac, extra, noise, scale)
     tail = delta / (4 if k == 2 else 2)
     z = float(stats.norm.isf(tail)) * (1 + _MARGIN) + _MARGIN
@@ -716,7 +763,8 @@ class _ObjectiveNoise(Mechanism):
     approximate minimiser, the analytic Gaussian's (ε₃, δ₃).
 
     ``release`` adds b to ``value`` (the zero vector): ℓ₂-Laplace (‖b‖ ~ Gamma(d, scale),
-    uniform direction) or Gaussian N(0, scale²·I).
+    uniform direction), ℓ₁-Laplace (i.i.d. Laplace(0, scale) coordinates: the K-norm
+    mechanism of the ℓ₁ ball) or Gaussian N(0, scale²·I).
     """
 
     def __init__(self, plan: PerturbationPlan, dimension: int) -> None:
@@ -729,8 +777,8 @@ class _ObjectiveNoise(Mechanism):
 
     @property
     def event(self) -> ev.Event:
-        """ε-DP (ℓ₂-Laplace) or (ε, δ)-DP (Gaussian): see the module docstring."""
-        if self.plan.noise == "laplace":
+        """ε-DP (ℓ₂- or ℓ₁-Laplace) or (ε, δ)-DP (Gaussian): see the module docstring."""
+        if self.plan.noise in PURE_NOISES:
             return ev.PureDP(self.plan.epsilon)
         return ev.ApproxDP(self.plan.epsilon, self.plan.delta)
 
@@ -748,6 +796,8 @@ class _ObjectiveNoise(Mechanism):
         d = self.dimension
         if self.plan.noise == "gaussian":
             noise = generator.normal(0.0, self.plan.scale, d)
+        elif self.plan.noise == "l1_laplace":
+            noise = generator.laplace(0.0, self.plan.scale, d)
         else:
             direction = generator.standard_normal(d)
             direction /= np.linalg.norm(direction)
@@ -756,6 +806,22 @@ class _ObjectiveNoise(Mechanism):
 
 
 # -- the estimators -------------------------------------------------------------------------
+
+
+def _clip_l1(Xs: np.ndarray, limit: float) -> None:
+    """Scale down, in place, the rows whose computed ℓ₁ norm exceeds ``limit``.
+
+    Entries are at most 1 in size (the rows are in the unit ball), so the sums cannot
+    overflow; a row still over by rounding after the first pass is shrunk once more.
+    """
+    for _ in range(2):
+        norms = np.abs(Xs).sum(axis=1)
+        over = norms > limit
+        if not over.any():
+            return
+        Xs[over] *= (limit / norms[over] * (1.0 - 2.0**-50))[:, None]
+    if np.any(np.abs(Xs).sum(axis=1) > limit):  # pragma: no cover - two passes suffice
+        raise InvalidArgumentError("internal error: a row stayed outside `x_l1_bound`.")
 
 
 class _ERM(PrivateEstimator):
@@ -773,6 +839,8 @@ class _ERM(PrivateEstimator):
     tol: Any
     max_iter: Any
     classifier = False
+    #: The noises this release accepts.
+    noises: tuple[str, ...] = NOISES
 
     def _loss(self) -> _Loss:
         if self.classifier:
@@ -799,8 +867,27 @@ class _ERM(PrivateEstimator):
             s = _finite_positive("intercept_scaling", self.intercept_scaling)
         return bound, s
 
-    def _design(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, float, float]:
-        """Scaled rows (‖x̃‖ ≤ R̃ = R/B), targets, the public N and R̃."""
+    def _l1_bound(self, noise: str) -> float | None:
+        """The declared ℓ₁ bound on the rows: required by, and only by, ℓ₁ noise."""
+        value = getattr(self, "x_l1_bound", None)
+        if noise != "l1_laplace":
+            if value is not None:
+                raise InvalidArgumentError(
+                    f"`x_l1_bound` is used by noise='l1_laplace' only (noise={noise!r}): "
+                    f"drop it or choose that noise. Found {value!r}."
+                )
+            return None
+        return self._bound("x_l1_bound", value)
+
+    def _design(
+        self, X: Any, y: Any, l1_bound: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray, float, float, float | None]:
+        """Scaled rows (‖x̃‖ ≤ R̃ = R/B), targets, the public N, R̃ and R̃₁ (ℓ₁, if declared).
+
+        With an ℓ₁ bound B₁ each row is also clipped (scaled down) to ‖x‖₁ ≤ B₁ — a
+        record-local map, like the ℓ₂ clip — and R̃₁ = B₁/B + s/B, raised by the
+        rounding error of the computed ℓ₁ norms.
+        """
         bound, s = self._geometry()
         Xd = _data.as_design(X)
         if _data.is_dask(Xd):
@@ -815,6 +902,19 @@ class _ERM(PrivateEstimator):
             yd = 2.0 * yd - 1.0
         # C order whatever the input's layout, so pandas and numpy input give equal bits
         Xs = _scale_rows(np.ascontiguousarray(Xd, dtype=float), bound, unit=False)
+        radius_l1 = None
+        if l1_bound is not None:
+            limit = l1_bound / bound
+            if not 0 < limit < 1e300:
+                raise InvalidArgumentError(
+                    f"`x_l1_bound` / `x_bound` = {l1_bound!r} / {bound!r} is beyond the "
+                    "arithmetic of the bounds: choose comparable scales."
+                )
+            _clip_l1(Xs, limit)
+            # Σ|x̃ᵢ| computed ≤ limit; the exact sum is within γ_d of it
+            slack = 1.0 + 2.0 * (Xs.shape[1] + 2) * 2.0**-53
+            radius_l1 = (limit + (s / bound if self.fit_intercept else 0.0)) * slack
+            radius_l1 = float(np.nextafter(radius_l1, math.inf))
         if self.fit_intercept:
             Xs = np.hstack([Xs, np.full((Xs.shape[0], 1), s / bound)])
         self.n_features_in_ = int(Xd.shape[1])
@@ -825,7 +925,7 @@ class _ERM(PrivateEstimator):
                 "arithmetic of the bounds: choose comparable scales."
             )
         radius = math.sqrt(1.0 + ratio * ratio) * (1 + 1e-15)
-        return Xs, yd, self._size(Xs.shape[0]), radius
+        return Xs, yd, self._size(Xs.shape[0]), radius, radius_l1
 
     def _size(self, rows: int) -> float:
         if self.data_size is None:
@@ -845,7 +945,13 @@ class _ERM(PrivateEstimator):
         return _finite_positive("l2_regularization", self.l2_regularization)
 
     def _noise(self) -> str:
-        noise = check_choice("noise", self.noise, NOISES)
+        if self.noise == "l1_laplace" and "l1_laplace" not in self.noises:
+            raise InvalidArgumentError(
+                f"{type(self).__name__} takes noise='laplace' or 'gaussian': the minimiser's "
+                "sensitivity is an ℓ₂ bound, so ℓ₁ noise has no sensitivity to be sized for "
+                "(noise='l1_laplace' is objective perturbation's). Found 'l1_laplace'."
+            )
+        noise = check_choice("noise", self.noise, self.noises)
         if noise == "gaussian" and self._budget()[1] == 0:
             raise InvalidArgumentError(
                 "Gaussian noise gives (ε, δ)-DP: declare `delta` > 0, or use noise='laplace'."
@@ -866,8 +972,8 @@ class _ERM(PrivateEstimator):
 
 class _Objective(_ERM):
     solver_share: Any
-
     jacobian_share: Any
+    x_l1_bound: Any
 
     def _share(self) -> float:
         share = check_probability("solver_share", self.solver_share, low_open=True, high_open=True)
@@ -894,7 +1000,7 @@ class _Objective(_ERM):
         tol, max_iter = self._solver()
         share = self._share()
         epsilon, delta = self._budget()
-        Xs, ys, size, radius = self._design(X, y)
+        Xs, ys, size, radius, radius_l1 = self._design(X, y, self._l1_bound(noise))
         plan = objective_perturbation_plan(
             epsilon=epsilon * (1 - share),
             delta=delta * (1 - share),
@@ -907,16 +1013,18 @@ class _Objective(_ERM):
             variant=variant,
             loss="logistic" if loss.name == "logistic" else "generic",
             jacobian_share=self._jacobian_share(),
+            l1_lipschitz=None if radius_l1 is None else loss.a * radius_l1,
         )
         d = Xs.shape[1]
         ridge = lam + plan.extra_regularization
-        mean_b = plan.scale * (d if plan.noise == "laplace" else math.sqrt(d))
+        spread = {"laplace": d, "l1_laplace": math.sqrt(2 * d), "gaussian": math.sqrt(d)}
+        mean_b = plan.scale * spread[plan.noise]  # about E‖b‖
         solver_tol = _tolerance(tol, loss.a * radius + mean_b / size)
         shift = div_up(2 * solver_tol, ridge)  # ‖θ̃(D) − θ̂(D)‖ + ‖θ̃(D′) − θ̂(D′)‖
         perturbation = _ObjectiveNoise(plan, d)
         approximation: Any
         rest = (epsilon - plan.epsilon) * (1 - 1e-9)  # plan.epsilon ≤ (1 − share)·ε
-        if noise == "laplace":
+        if noise in PURE_NOISES:
             approximation = KNorm(rest, shift, norm="l2", dimension=d)
         else:  # charged as (ε₃, δ₃): composes with the (ε, δ) of the perturbation anywhere
             from dpledger.calibrate import gaussian_sigma
@@ -954,6 +1062,7 @@ class _Objective(_ERM):
 
 
 class _Output(_ERM):
+    noises = ("laplace", "gaussian")  # θ*'s sensitivity is an ℓ₂ bound: no ℓ₁ noise
     def fit(self, X: Any, y: Any) -> Any:
         """Solve to ``tol`` (checked, before any charge), then release θ̃ + noise."""
         self._budget()
@@ -963,7 +1072,7 @@ class _Output(_ERM):
         loss, lam, noise = self._loss(), self._regularization(), self._noise()
         tol, max_iter = self._solver()
         epsilon, delta = self._budget()
-        Xs, ys, size, radius = self._design(X, y)
+        Xs, ys, size, radius, _ = self._design(X, y)
         d = Xs.shape[1]
         solver_tol = _tolerance(tol, loss.a * radius)
         sensitivity = sum_up(
@@ -998,7 +1107,8 @@ _COMMON_ARGS = """epsilon: The ε this fit must meet.
         l2_regularization: λ: the objective is (1/N)Σℓ + (λ/2)‖θ‖².
         fit_intercept: Append a public constant column (inside the norm bound).
         intercept_scaling: That column's value s (R² = x_bound² + s²).
-        noise: "laplace" (ℓ₂-Laplace: pure ε-DP) or "gaussian" ((ε, δ)-DP).
+        noise: "laplace" (ℓ₂-Laplace: pure ε-DP) or "gaussian" ((ε, δ)-DP); objective
+            perturbation also takes "l1_laplace" (pure ε-DP, with ``x_l1_bound``).
         data_size: The public N (required under add/remove; the data's size otherwise).
         tol: Gradient-norm tolerance of the solver, ‖∇J‖/N ≤ tol (floored at 1e-12 of
             the gradient's public scale; the value used is ``solver_tol_``).
@@ -1027,6 +1137,11 @@ class ObjectivePerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, 
             before the extra ridge Δ is raised (CMS's 1/2 by default). A smaller share
             buys more noise budget with more ridge: a hyper-parameter, to be chosen on
             public data like λ.
+        x_l1_bound: With ``noise="l1_laplace"``: the declared bound on each row's ℓ₁
+            norm (rows beyond are clipped to it, as to ``x_bound``). b then has i.i.d.
+            Laplace coordinates sized for the gradient's ℓ₁ sensitivity k·a·R₁ — far less
+            noise than ℓ₂-Laplace on sparse rows, e.g. one-hot data: E‖b‖² is
+            2d·(kaR₁/ε′)² against d(d + 1)·(kaR/ε′)², a ratio 2R₁²/((d + 1)R²).
         {common}
 
     Example:
@@ -1064,6 +1179,7 @@ class ObjectivePerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, 
         variant: str = "calibrated",
         solver_share: float = 0.01,
         jacobian_share: float = 0.5,
+        x_l1_bound: float | None = None,
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
@@ -1089,6 +1205,11 @@ class ObjectivePerturbationRegressor(RegressorMixin, _Objective):  # type: ignor
             before the extra ridge Δ is raised (CMS's 1/2 by default). A smaller share
             buys more noise budget with more ridge: a hyper-parameter, to be chosen on
             public data like λ.
+        x_l1_bound: With ``noise="l1_laplace"``: the declared bound on each row's ℓ₁
+            norm (rows beyond are clipped to it, as to ``x_bound``). b then has i.i.d.
+            Laplace coordinates sized for the gradient's ℓ₁ sensitivity k·a·R₁ — far less
+            noise than ℓ₂-Laplace on sparse rows, e.g. one-hot data: E‖b‖² is
+            2d·(kaR₁/ε′)² against d(d + 1)·(kaR/ε′)², a ratio 2R₁²/((d + 1)R²).
         {common}
     """
 
@@ -1113,6 +1234,7 @@ class ObjectivePerturbationRegressor(RegressorMixin, _Objective):  # type: ignor
         variant: str = "calibrated",
         solver_share: float = 0.01,
         jacobian_share: float = 0.5,
+        x_l1_bound: float | None = None,
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
