@@ -36,12 +36,12 @@ in docs/algorithms.md, follows CMS Thm 9):
   ratio). With ``noise="l1_laplace"`` and a declared ℓ₁ bound R₁ on the rows,
   L₁ = a·R₁ and b has i.i.d. Laplace(kL₁/ε′) coordinates: E‖b‖² = 2d(kL₁/ε′)² against
   d(d + 1)(kL/ε′)² for ℓ₂, so on sparse rows (one-hot data, R₁ ≪ √d·R) far less noise
-  for the same ε′. The Jacobian term (ℓ₂, c·R²) is unchanged. With Gaussian b ~ N(0, σ²I) (after Kifer, Smith & Thakurta
-  2012), b's change is a combination of the fixed rows x, x′, so the loss is at most
-  μ²/2 + μ|Z| (add/remove) or 2μ² + μ(|Z₁| + |Z₂|) (replace-one), μ = L/σ and Zᵢ
-  standard normal (b is exactly N(0, σ²I) under the first dataset): a tail bound gives
-  (ε_G + ε_J, δ)-DP with δ = 2Φ̄((ε_G − μ²/2)/μ) (add/remove) or 4Φ̄((ε_G − 2μ²)/(2μ))
-  (replace-one).
+  for the same ε′. The Jacobian term (ℓ₂, c·R²) is unchanged. With Gaussian
+  b ~ N(0, σ²I) (after Kifer, Smith & Thakurta 2012), b's change is a combination of
+  the fixed rows x, x′, so the loss is at most μ²/2 + μ|Z| (add/remove) or
+  2μ² + μ(|Z₁| + |Z₂|) (replace-one), μ = L/σ and Zᵢ standard normal (b is exactly
+  N(0, σ²I) under the first dataset): a tail bound gives (ε_G + ε_J, δ)-DP with
+  δ = 2Φ̄((ε_G − μ²/2)/μ) (add/remove) or 4Φ̄((ε_G − 2μ²)/(2μ)) (replace-one).
 
 When ε_J would exceed ε/2 the extra ridge Δ is raised until ε_J = ε/2 (CMS's Δ branch,
 taken whenever it leaves more of ε for the noise; ``jacobian_share`` moves the 1/2).
