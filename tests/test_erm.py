@@ -649,9 +649,7 @@ def test_l1_noise_plan_is_the_l2_plan_with_the_l1_gradient_bound():
     }
     for loss in ("generic", "logistic"):
         l2 = objective_perturbation_plan(**setting, loss=loss)
-        l1 = objective_perturbation_plan(
-            **setting, loss=loss, noise="l1_laplace", l1_lipschitz=3.5
-        )
+        l1 = objective_perturbation_plan(**setting, loss=loss, noise="l1_laplace", l1_lipschitz=3.5)
         assert l1.noise == "l1_laplace" and l1.delta == 0.0
         assert l1.epsilon_noise == l2.epsilon_noise
         assert l1.extra_regularization == l2.extra_regularization

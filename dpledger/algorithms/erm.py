@@ -1063,6 +1063,7 @@ class _Objective(_ERM):
 
 class _Output(_ERM):
     noises = ("laplace", "gaussian")  # θ*'s sensitivity is an ℓ₂ bound: no ℓ₁ noise
+
     def fit(self, X: Any, y: Any) -> Any:
         """Solve to ``tol`` (checked, before any charge), then release θ̃ + noise."""
         self._budget()
