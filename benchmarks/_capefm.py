@@ -124,6 +124,31 @@ def _levels(folder: Path) -> dict[str, list[str]]:
     return levels
 
 
+def _encoded_levels(folder: Path, rows: list[list[str]]) -> dict[str, list[str]]:
+    """The levels each categorical column is one-hot encoded with ("?" where it occurs)."""
+    levels = _levels(folder)
+    for column in levels:
+        if any(r[COLUMNS.index(column)] == "?" for r in rows):
+            levels[column] = [*levels[column], "?"]
+    return levels
+
+
+def adult_layout() -> list[int]:
+    """The encoded column blocks of :func:`load_adult`, in order: 1 per numeric column,
+    one per level for a categorical one (the schema of the encoding, no values)."""
+    folder = adult_dir()
+    if folder is None:
+        raise FileNotFoundError(f"adult data not found (looked in {where_to_look()})")
+    rows = _read_adult(folder / "adult.data") + _read_adult(folder / "adult.test")
+    levels = _encoded_levels(folder, rows)
+    return [1 if column in RANGES else len(levels[column]) for column in COLUMNS]
+
+
+#: ‖x‖₁ of an encoded Adult row is at most 14/√14: 14 columns, each contributing one entry
+#: of size ≤ 1 (a numeric in [0, 1], or a one-hot block's single 1), divided by √14.
+ADULT_L1_BOUND = len(COLUMNS) / ROW_DIVISOR
+
+
 def _read_adult(path: Path) -> list[list[str]]:
     rows = []
     for line in path.read_text().splitlines():
@@ -140,13 +165,9 @@ def load_adult() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     folder = adult_dir()
     if folder is None:
         raise FileNotFoundError(f"adult data not found (looked in {where_to_look()})")
-    levels = _levels(folder)
     train = _read_adult(folder / "adult.data")
     test = _read_adult(folder / "adult.test")
-    missing = {c: any(r[COLUMNS.index(c)] == "?" for r in train + test) for c in levels}
-    for column, has in missing.items():
-        if has:
-            levels[column] = [*levels[column], "?"]
+    levels = _encoded_levels(folder, train + test)
 
     def encode(rows: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
         blocks = []
