@@ -524,6 +524,8 @@ def objective_perturbation_epsilon(
     noise_bound = _noise_bound(noise, lipschitz, l1_lipschitz)
     scale = check_positive("scale", scale, allow_inf=True)
     k = _k(adjacency)
+    _check_sensitivity(k, lipschitz, "lipschitz")
+    _check_sensitivity(k, noise_bound, "l1_lipschitz")
     jac = _jacobian(curvature, size, regularization)
     if math.isinf(scale):  # no noise term: the Jacobian term alone
         return jac
@@ -547,6 +549,15 @@ def objective_perturbation_epsilon(
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if _gaussian_delta(mid, mu, adjacency) <= delta else (mid, hi)
     return sum_up(hi, jac)
+
+
+def _check_sensitivity(k: int, bound: float, name: str) -> None:
+    """k·bound (the noise's sensitivity) must be a finite float."""
+    if not math.isfinite(k * bound):
+        raise InvalidArgumentError(
+            f"`{name}` = {bound!r} times {k} (the sensitivity of b) overflows floating "
+            "point: rescale the rows or the loss."
+        )
 
 
 def _noise_bound(noise: str, lipschitz: float, l1_lipschitz: Any) -> float:
@@ -699,6 +710,8 @@ def objective_perturbation_plan(
     else:
         delta = check_probability("delta", delta)
     k = _k(adjacency)
+    _check_sensitivity(k, lipschitz, "lipschitz")
+    _check_sensitivity(k, noise_bound, "l1_lipschitz")
     cr2, n, lam = curvature, size, regularization
     if variant == "published":
         if noise != "laplace":
@@ -905,7 +918,7 @@ class _ERM(PrivateEstimator):
         radius_l1 = None
         if l1_bound is not None:
             limit = l1_bound / bound
-            if not 0 < limit < 1e300:
+            if not 1e-300 < limit < 1e300:
                 raise InvalidArgumentError(
                     f"`x_l1_bound` / `x_bound` = {l1_bound!r} / {bound!r} is beyond the "
                     "arithmetic of the bounds: choose comparable scales."
@@ -945,6 +958,7 @@ class _ERM(PrivateEstimator):
         return _finite_positive("l2_regularization", self.l2_regularization)
 
     def _noise(self) -> str:
+        check_choice("noise", self.noise, NOISES)  # a known noise (and a string) first
         if self.noise == "l1_laplace" and "l1_laplace" not in self.noises:
             raise InvalidArgumentError(
                 f"{type(self).__name__} takes noise='laplace' or 'gaussian': the minimiser's "
@@ -1001,6 +1015,13 @@ class _Objective(_ERM):
         share = self._share()
         epsilon, delta = self._budget()
         Xs, ys, size, radius, radius_l1 = self._design(X, y, self._l1_bound(noise))
+        for value in (radius, radius_l1 or 0.0):
+            if not math.isfinite(2 * loss.a * value):
+                raise InvalidArgumentError(
+                    f"one row's gradient bound a·R = {loss.a!r} × {value!r} (a from the loss, "
+                    "e.g. `huber_threshold`; R from `x_bound`, `x_l1_bound` and "
+                    "`intercept_scaling`) overflows floating point: rescale."
+                )
         plan = objective_perturbation_plan(
             epsilon=epsilon * (1 - share),
             delta=delta * (1 - share),
