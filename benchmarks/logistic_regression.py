@@ -350,23 +350,9 @@ class Method:
     nominal: Callable[[float, Any, int], float] | None = None  # nominal ε run at a target
 
 
-def _objpert(epsilon: float, hyper: Any, seed: int, n: int) -> Any:
-    lam, share = hyper
-    return ObjectivePerturbationClassifier(
-        epsilon=epsilon,
-        delta=0.0,
-        loss="logistic",
-        l2_regularization=lam,
-        jacobian_share=share,
-        x_bound=R,
-        fit_intercept=False,
-        noise="laplace",
-        adjacency=ADJ,
-        rng=seed,
-    )
+def _objpert(l1_bound: float | None = None) -> Callable[[float, Any, int, int], Any]:
+    """Pure-ε objective perturbation: ℓ₂ noise, or ℓ₁ noise for rows with ‖x‖₁ ≤ l1_bound."""
 
-
-def _objpert_l1(l1_bound: float) -> Callable[[float, Any, int, int], Any]:
     def make(epsilon: float, hyper: Any, seed: int, n: int) -> Any:
         lam, share = hyper
         return ObjectivePerturbationClassifier(
@@ -378,7 +364,7 @@ def _objpert_l1(l1_bound: float) -> Callable[[float, Any, int, int], Any]:
             x_bound=R,
             x_l1_bound=l1_bound,
             fit_intercept=False,
-            noise="l1_laplace",
+            noise="laplace" if l1_bound is None else "l1_laplace",
             adjacency=ADJ,
             rng=seed,
         )
@@ -485,7 +471,7 @@ def methods(l1_bound: float | None = None) -> tuple[list[Method], list[str]]:
             "objective perturbation (ℓ₂ noise)",
             0.0,
             OBJPERT_GRID,
-            _objpert,
+            _objpert(),
             ("C0", "-", "o"),
         ),
     ]
@@ -496,7 +482,7 @@ def methods(l1_bound: float | None = None) -> tuple[list[Method], list[str]]:
                 f"objective perturbation (ℓ₁ noise, ‖x‖₁ ≤ {l1_bound:.3g})",
                 0.0,
                 OBJPERT_GRID,
-                _objpert_l1(l1_bound),
+                _objpert(l1_bound),
                 ("C3", "-", "v"),
             )
         )

@@ -537,6 +537,17 @@ def test_the_logistic_joint_bound_is_an_upper_bound_on_its_maximum_by_mpmath():
         assert bound <= (e + math.log1p(area / 4)) * (1 + 1e-9)
 
 
+def _log_density_2d(T, rows, labels, ridge, beta, norm):
+    """log p_D(θ) + const of objective perturbation's output, logistic loss, d = 2, over
+    the grid T: exp(−β‖g_D(θ)‖)·det(H_D(θ) + Λ) by change of variables (‖·‖ = ``norm``)."""
+    m = (T @ rows.T) * labels
+    d1 = -labels / (1 + np.exp(m))  # φ′ per row
+    g = -(d1[:, :, None] * rows[None]).sum(axis=1) - ridge * T
+    w = 1 / (4 * np.cosh(m / 2) ** 2)  # φ″
+    H = np.einsum("ti,ij,ik->tjk", w, rows, rows) + ridge * np.eye(2)
+    return -beta * np.linalg.norm(g, ord=norm, axis=1) + np.log(np.linalg.det(H))
+
+
 @pytest.mark.parametrize("adjacency", ["replace_one", "add_remove"])
 def test_two_dimensional_privacy_loss_is_within_the_joint_charge(adjacency):
     # d = 2, ℓ₂-Laplace b: the output density is p_D(θ) ∝ exp(−β‖g_D(θ)‖)·det(H_D(θ) + Λ)
@@ -572,12 +583,7 @@ def test_two_dimensional_privacy_loss_is_within_the_joint_charge(adjacency):
     T = np.stack(np.meshgrid(axis, axis), axis=-1).reshape(-1, 2)
 
     def log_density(rows, labels):
-        m = (T @ rows.T) * labels
-        d1 = -labels / (1 + np.exp(m))  # φ′ per row
-        g = -(d1[:, :, None] * rows[None]).sum(axis=1) - ridge * T
-        w = 1 / (4 * np.cosh(m / 2) ** 2)  # φ″
-        H = np.einsum("ti,ij,ik->tjk", w, rows, rows) + ridge * np.eye(2)
-        return -beta * np.linalg.norm(g, axis=1) + np.log(np.linalg.det(H))
+        return _log_density_2d(T, rows, labels, ridge, beta, 2)
 
     worst = 0.0
     base = log_density(X, y)
@@ -752,12 +758,7 @@ def test_two_dimensional_privacy_loss_with_l1_noise_is_within_the_charge(adjacen
     T = np.stack(np.meshgrid(axis, axis), axis=-1).reshape(-1, 2)
 
     def log_density(rows, labels):
-        m = (T @ rows.T) * labels
-        d1 = -labels / (1 + np.exp(m))
-        g = -(d1[:, :, None] * rows[None]).sum(axis=1) - ridge * T
-        w = 1 / (4 * np.cosh(m / 2) ** 2)
-        H = np.einsum("ti,ij,ik->tjk", w, rows, rows) + ridge * np.eye(2)
-        return -beta * np.abs(g).sum(axis=1) + np.log(np.linalg.det(H))
+        return _log_density_2d(T, rows, labels, ridge, beta, 1)
 
     def on_boundary(angle):  # the largest multiple of the direction inside both balls
         u = np.array([math.cos(angle), math.sin(angle)])
