@@ -16,6 +16,7 @@ __all__ = [
     "InvalidArgumentTypeError",
     "LedgerIntegrityError",
     "NotApplicableError",
+    "UnboundedLossError",
 ]
 
 
@@ -25,6 +26,15 @@ class DPLedgerError(Exception):
 
 class InvalidArgumentError(DPLedgerError, ValueError):
     """An argument has the right type but an invalid value (NaN, out of range, ...)."""
+
+
+class UnboundedLossError(InvalidArgumentError):
+    """A noise release whose sensitivity-to-noise ratio overflows a float: no finite guarantee.
+
+    Every event carries a finite privacy parameter (as ``PureDP`` and ``ZCDP`` refuse ε = ∞
+    and ρ = ∞), so no accountant meets an infinite loss. A calibration probing too little
+    noise reads this refusal as "misses the target".
+    """
 
 
 class InvalidArgumentTypeError(DPLedgerError, TypeError):

@@ -96,3 +96,73 @@ def test_hostile_values_drawn_by_hypothesis(index, value):
         TARGETS[index](value)
     except DPLedgerError as error:
         assert isinstance(error, (ValueError, TypeError))
+
+
+# ---------------------------------------------------------------- extreme noise-to-sensitivity
+
+
+_HUGE_EVENTS = {
+    "gaussian": lambda m: ev.Gaussian(sigma=1.0, sensitivity=m),
+    "laplace": lambda m: ev.Laplace(scale=1.0, sensitivity=m),
+    "discrete gaussian": lambda m: ev.DiscreteGaussian(sigma=1.0, sensitivity=m),
+    "discrete laplace": lambda m: ev.DiscreteLaplace(scale=1.0, sensitivity=m),
+    "poisson gaussian": lambda m: ev.PoissonSampled(ev.Gaussian(sigma=1.0, sensitivity=m), 0.01),
+    "poisson laplace": lambda m: ev.PoissonSampled(ev.Laplace(scale=1.0, sensitivity=m), 0.01),
+    "swor gaussian": lambda m: ev.SampledWithoutReplacement(
+        ev.Gaussian(sigma=1.0, sensitivity=m), 10, 100
+    ),
+    "repeated gaussian": lambda m: ev.Gaussian(sigma=1.0, sensitivity=m) * 1000,
+}
+
+
+@pytest.mark.parametrize("ratio", [1e300, 1e200, 1e160, 1e20])
+@pytest.mark.parametrize("name", sorted(_HUGE_EVENTS))
+def test_huge_sensitivity_to_noise_ratios_give_bounds_or_refusals(name, ratio):
+    """μ = Δ/σ (or ε = Δ/b) far beyond any useful value, but finite: every method answers
+    with a bound (∞ is one) or says it does not apply, without a numerical warning; every
+    ledger refuses the spend. Before: IndexError in the PLD grid, ZeroDivisionError from
+    the Poisson-sampled Gaussian's RDP curve, OverflowError from μ**2 in the GDP ledger,
+    NaN warnings from WBK's Gaussian bound with μ² = ∞."""
+    import warnings
+
+    event = _HUGE_EVENTS[name](ratio)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for method in accountant.METHODS:
+            for query, value in ((accountant.epsilon, 1e-5), (accountant.delta, 1.0)):
+                try:
+                    answer = query(event, value, method=method)
+                except dpl.NotApplicableError:
+                    continue
+                assert answer >= (1.0 if query is accountant.epsilon else 0.0)
+        for kind in ("auto", "rdp", "zcdp", "gdp", "basic"):
+            adjacency = "replace_one" if name.startswith("swor") else "add_remove"
+            ledger = dpl.Ledger(1.0, 1e-5, accountant=kind, adjacency=adjacency)
+            with pytest.raises((dpl.BudgetExceededError, dpl.NotApplicableError)):
+                ledger.spend(event)
+            assert ledger.receipts == ()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ev.Gaussian(sigma=1e-300, sensitivity=1e300),
+        lambda: ev.Laplace(scale=1e-300, sensitivity=1e300),
+        lambda: ev.DiscreteGaussian(sigma=1e-300, sensitivity=1e300),
+        lambda: ev.DiscreteLaplace(scale=5e-324, sensitivity=1.0),
+    ],
+)
+def test_an_overflowing_noise_ratio_is_refused_naming_both_arguments(make):
+    """A ratio beyond the float range has no finite guarantee: refused at construction,
+    like PureDP(ε = ∞), so no accountant ever meets an infinite loss."""
+    with pytest.raises(dpl.InvalidArgumentError, match=r"`sensitivity` / `(sigma|scale)`"):
+        make()
+
+
+def test_calibration_reads_an_overflowing_ratio_as_missing_the_target():
+    """The solvers probe small noise; a probe refused for its overflowing ratio misses the
+    target (ε = ∞) instead of aborting the calibration."""
+    sigma = calibrate.solve(
+        lambda s: ev.Gaussian(s, sensitivity=1e300), epsilon=1e300, delta=1e-5, method="zcdp"
+    )
+    assert accountant.epsilon(ev.Gaussian(sigma, sensitivity=1e300), 1e-5, "zcdp") <= 1e300

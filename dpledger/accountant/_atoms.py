@@ -18,11 +18,11 @@ Dispatch is on the exact type of a release, as in :class:`~._base.Accountant`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
+from dpledger._numerics import float_down, float_up, sqrt_down, sqrt_up
 from dpledger.accountant import events as ev
 
 __all__ = [
@@ -90,10 +90,16 @@ def gaussian_mu_squared(releases: Mapping[ev.Event, int]) -> Fraction | None:
 
 
 def sqrt_directed(value: Fraction, kind: str) -> float:
-    """√value rounded up for upper bounds, down for lower bounds (a few ulps either way)."""
-    root = math.sqrt(float(value))
-    step = math.inf if kind == "upper" else -math.inf
-    return math.nextafter(math.nextafter(root, step), step)
+    """√value of an exact rational, rounded up for upper bounds, down for lower bounds.
+
+    Exact directed rounding twice (:func:`~dpledger._numerics.float_up` then
+    :func:`~dpledger._numerics.sqrt_up`, or the ``_down`` pair): the result is the tightest
+    float on the requested side up to the one rounding of the float conversion; a value
+    beyond the float range gives ``inf`` (upper) or √max (lower), never an OverflowError.
+    """
+    if kind == "upper":
+        return sqrt_up(float_up(value))
+    return sqrt_down(max(float_down(value), 0.0))
 
 
 def gaussian_mu(releases: Mapping[ev.Event, int], kind: str) -> float | None:

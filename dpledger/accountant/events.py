@@ -36,7 +36,7 @@ from dpledger._validation import (
     check_positive,
     check_probability,
 )
-from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
+from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError, UnboundedLossError
 
 __all__ = [
     "ADD_REMOVE",
@@ -67,6 +67,18 @@ ADD_REMOVE = "add_remove"
 REPLACE_ONE = "replace_one"
 """Neighbouring data sets differ by replacing one record ("bounded", substitution)."""
 ADJACENCIES = (ADD_REMOVE, REPLACE_ONE)
+
+
+def _check_ratio(event: Any, noise: str, symbol: str) -> None:
+    """Refuse ``sensitivity / noise`` beyond the float range (the release has no guarantee)."""
+    scale = getattr(event, noise)
+    sensitivity = event.sensitivity
+    if math.isinf(div_up(sensitivity, scale)):
+        raise UnboundedLossError(
+            f"`sensitivity` / `{noise}` = {sensitivity!r} / {scale!r} overflows a float: "
+            f"{type(event).__name__} noise this small for this sensitivity has no finite "
+            f"privacy guarantee ({symbol} = ∞). Use more noise or a smaller sensitivity."
+        )
 
 
 def _set(obj: object, name: str, value: Any) -> None:
@@ -138,6 +150,7 @@ class Gaussian(Event):
     def __post_init__(self) -> None:
         _set(self, "sigma", check_positive("sigma", self.sigma))
         _set(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+        _check_ratio(self, "sigma", "μ")
 
     @property
     def noise_multiplier(self) -> float:
@@ -167,6 +180,7 @@ class Laplace(Event):
     def __post_init__(self) -> None:
         _set(self, "scale", check_positive("scale", self.scale))
         _set(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+        _check_ratio(self, "scale", "ε")
 
     @property
     def epsilon(self) -> float:
@@ -195,6 +209,7 @@ class DiscreteLaplace(Event):
     def __post_init__(self) -> None:
         _set(self, "scale", check_positive("scale", self.scale))
         _set(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+        _check_ratio(self, "scale", "ε")
         if self.dimension is not None:
             _set(self, "dimension", check_int_at_least("dimension", self.dimension, 1))
 
@@ -226,6 +241,7 @@ class DiscreteGaussian(Event):
     def __post_init__(self) -> None:
         _set(self, "sigma", check_positive("sigma", self.sigma))
         _set(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+        _check_ratio(self, "sigma", "μ")
         if self.dimension is not None:
             _set(self, "dimension", check_int_at_least("dimension", self.dimension, 1))
 

@@ -167,7 +167,7 @@ def rdp_pure_dp(alpha: float, epsilon: float) -> float:
 
 
 def _log_expm1(x: np.ndarray) -> np.ndarray:
-    """log(eˣ − 1) for x > 0, without overflow."""
+    """log(eˣ − 1) for x > 0, without overflow (∞ at ∞); arrays or numpy scalars."""
     big = x > 30.0
     safe = np.where(big, 1.0, x)
     result: np.ndarray = np.where(
@@ -344,11 +344,11 @@ def _wbk_integer(alpha: int, gamma: float, inner: Curve, inner_eps_inf: float) -
         log_cap = math.log(2.0)
         log_second_cap = math.log(2.0)
     else:
-        log_pure = math.log(math.expm1(inner_eps_inf)) if inner_eps_inf > 0 else -math.inf
+        log_pure = float(_log_expm1(np.float64(inner_eps_inf))) if inner_eps_inf > 0 else -math.inf
         log_second_cap = min(math.log(2.0), 2 * log_pure)
         log_cap = math.log(2.0)
     second = min(
-        math.log(4.0) + math.log(math.expm1(eps2)) if eps2 > 0 else -math.inf,
+        math.log(4.0) + float(_log_expm1(np.float64(eps2))) if eps2 > 0 else -math.inf,
         eps2 + log_second_cap,
     )
     first = 2 * log_gamma + math.log(alpha * (alpha - 1) / 2) + second
@@ -391,7 +391,7 @@ def _gaussian_pearson_vajda(mu2: float) -> tuple[float, ...]:
     losing = 0  # consecutive k where the Thm 9 term 2e^{(k−1)ε(k)} is already smaller
     prec = 0
     e_i: list[Any] = []
-    log_m2 = math.log(math.expm1(mu2))
+    log_m2 = float(_log_expm1(np.float64(mu2)))
     for k in range(2, _PV_MAX_ORDER + 1, 2):
         i = np.arange(k + 1)
         log_abs = float(  # log Σ|terms|
@@ -457,7 +457,7 @@ def _wbk_gaussian_integer(alpha: int, gamma: float, mu2: float) -> float:
         raise ValueError("internal error: WBK bound needs alpha >= 2")
     log_gamma = math.log(gamma)
     pv = _gaussian_pearson_vajda(mu2)
-    second = min(math.log(4.0) + math.log(math.expm1(mu2)), mu2 + math.log(2.0))
+    second = min(math.log(4.0) + float(_log_expm1(np.float64(mu2))), mu2 + math.log(2.0))
     j = np.arange(3, alpha + 1, dtype=float)
     log_binom = special.gammaln(alpha + 1) - special.gammaln(j + 1) - special.gammaln(alpha - j + 1)
     moment = np.log(2.0) + (j - 1) * j * mu2 / 2  # Thm 9: 2e^{(j−1)ε(j)}
@@ -526,7 +526,7 @@ def rdp_curve(event: ev.Event) -> Curve:
 
 
 def _gaussian_curve(atom: Any) -> Curve:
-    mu2 = atom.mu**2
+    mu2 = square_up(atom.mu)  # ∞ when μ² overflows (a valid bound), never an OverflowError
     return lambda a: a * mu2 / 2
 
 
@@ -573,6 +573,11 @@ def _poisson_curve(atom: Any) -> Curve:
             "'optimal' (amplification by subsampling) or method='auto'."
         )
     q = atom.rate
+    twice_z2 = 2 * z * z
+    if twice_z2 == 0 or 1 / twice_z2 == math.inf:  # μ = 1/z ≳ 1e154: the unsampled curve
+        # α/(2z²) is ∞, and so is the sampled one wherever it matters (e^{α(α−1)/(2z²)}
+        # overflows at α ≥ 2): ∞ is the bound, not a ZeroDivisionError
+        return lambda a: math.inf
     return lambda a: _rdp_poisson_gaussian_cached(a, q, z)
 
 
@@ -596,12 +601,14 @@ def _without_replacement_curve(atom: Any) -> Curve:
         value = min(inner(float(j)), amplified_inf)
         if j <= _WBK_MAX_ORDER:
             value = min(value, _wbk_integer(j, gamma, inner, eps_inf))
-        if inner_mu2 is not None and j <= _WBK_GAUSSIAN_MAX_ORDER:
+        if inner_mu2 is not None and inner_mu2 < math.inf and j <= _WBK_GAUSSIAN_MAX_ORDER:
             # Gaussian inner release: WBK Thm 27 where tighter
             value = min(value, _wbk_gaussian_integer(j, gamma, inner_mu2))
         return value
 
-    return lambda a: _chord(a, at_integer)
+    # the inner curve bounds the sampled one at every order (as at the integers above):
+    # the chord below α = 2 (R(2)) is far looser where the best order is < 2 (large μ)
+    return lambda a: min(inner(a), _chord(a, at_integer))
 
 
 _CURVES: dict[type[ev.Event], Callable[[Any], Curve]] = {

@@ -26,6 +26,7 @@ from dpledger.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
     NotApplicableError,
+    UnboundedLossError,
 )
 from dpledger.mechanisms.base import Mechanism
 
@@ -145,8 +146,8 @@ def solve(
     def safe_excess(p: float) -> float:
         try:
             return excess(p)
-        except (OverflowError, ZeroDivisionError):
-            return math.inf
+        except (OverflowError, ZeroDivisionError, UnboundedLossError):
+            return math.inf  # too little noise to have any finite guarantee: misses
         except InvalidArgumentError:
             if p > 1e200:  # the noise overflowed (e.g. σ = ∞) before meeting the target
                 return math.inf

@@ -55,6 +55,7 @@ from dpledger.errors import (
     InvalidArgumentTypeError,
     LedgerIntegrityError,
     NotApplicableError,
+    UnboundedLossError,
 )
 from dpledger.ledger.filters import (
     ACCOUNTANT_CHOICES,
@@ -229,7 +230,7 @@ def _solve_noise(accepted: Callable[[float], tuple[bool, float]], initial: Any, 
     def excess(p: float) -> float:
         try:
             ok, gap = accepted(p)
-        except (OverflowError, ZeroDivisionError):
+        except (OverflowError, ZeroDivisionError, UnboundedLossError):
             return math.inf
         # the exact test decides the sign; the gap only guides the root finder
         return min(gap, 0.0) if ok else max(gap, 5e-324)

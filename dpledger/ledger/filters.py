@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from dpledger._numerics import float_up, round_up, sum_up
+from dpledger._numerics import float_up, round_up, square_up, sum_up
 from dpledger._public import namespace
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_positive
@@ -587,7 +587,7 @@ class GDPFilter(Filter):
                     f"the GDP ledger accepts Gaussian releases only (found {atom!r}); use "
                     "accountant='zcdp' for mixed workloads or 'rdp' for subsampling."
                 )
-            total = sum_up(total, round_up(count * atom.mu**2))
+            total = sum_up(total, round_up(count * square_up(atom.mu)))  # ∞, not an error
         return (total,)
 
     def limit(self) -> Charge:

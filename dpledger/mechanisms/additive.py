@@ -22,6 +22,7 @@ charged as the continuous event.
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 from typing import Any
 
@@ -116,6 +117,16 @@ class _GridMechanism(Mechanism):
         self.dimension = check_int_at_least("dimension", dimension, 1)
         self.safe = bool(safe)
         self.granularity = _check_granularity(granularity, self._noise, self._noise_name)
+        units = Fraction(self.sensitivity) / Fraction(self.granularity)
+        if self.safe and units > Fraction(sys.float_info.max) / 2:
+            raise InvalidArgumentError(
+                f"`sensitivity` = {self.sensitivity!r} is beyond the float range in steps of "
+                f"the release grid (granularity {self.granularity!r}, from "
+                f"`{self._noise_name}` = {self._noise!r}): noise this small for this "
+                "sensitivity cannot be released on the grid (and would have no useful "
+                "privacy guarantee). Use more noise or a smaller sensitivity."
+            )
+        _ = self.event  # the event's own checks (e.g. an overflowing ratio), at construction
         if not self.safe:
             warn_floating_point(type(self).__name__)
 
@@ -280,6 +291,7 @@ class DiscreteLaplace(Mechanism):
         self.scale = check_positive("scale", scale)
         self.sensitivity = check_positive("sensitivity", sensitivity)
         self.dimension = check_int_at_least("dimension", dimension, 1)
+        _ = self.event  # the event's own checks (e.g. an overflowing ratio), at construction
 
     def _params(self) -> dict[str, Any]:
         return {"scale": self.scale, "sensitivity": self.sensitivity, "dimension": self.dimension}
@@ -315,6 +327,7 @@ class DiscreteGaussian(Mechanism):
         self.sigma = check_positive("sigma", sigma)
         self.sensitivity = check_positive("sensitivity", sensitivity)
         self.dimension = check_int_at_least("dimension", dimension, 1)
+        _ = self.event  # the event's own checks (e.g. an overflowing ratio), at construction
 
     def _params(self) -> dict[str, Any]:
         return {"sigma": self.sigma, "sensitivity": self.sensitivity, "dimension": self.dimension}
