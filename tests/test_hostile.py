@@ -166,3 +166,22 @@ def test_calibration_reads_an_overflowing_ratio_as_missing_the_target():
         lambda s: ev.Gaussian(s, sensitivity=1e300), epsilon=1e300, delta=1e-5, method="zcdp"
     )
     assert accountant.epsilon(ev.Gaussian(sigma, sensitivity=1e300), 1e-5, "zcdp") <= 1e300
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: mechanisms.Gaussian(1.7e308),
+        lambda: mechanisms.Laplace(1.7e308, 1e-300),
+        lambda: mechanisms.Laplace(1.7e308, safe=False),
+        lambda: mechanisms.SymmetricGaussian(1.7e308, dimension=2),
+        lambda: mechanisms.Wishart(1e-300, 1e300, dimension=2),
+        lambda: mechanisms.Wishart(5e-324, 1.0, dimension=2),
+    ],
+)
+def test_noise_beyond_the_float_range_is_refused_at_construction(make):
+    """σ = 1.7e308 drew noise that overflowed (warnings, ±inf releases); a Wishart scale
+    Δ/(2ε) = ∞ raised scipy's raw ValueError *after* the charge. Both are refused before
+    anything is charged or drawn."""
+    with pytest.raises(dpl.InvalidArgumentError, match=r"2\*\*1000"):
+        make()

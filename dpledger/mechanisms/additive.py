@@ -51,6 +51,20 @@ def default_granularity(noise_scale: float) -> float:
 _MIN_NOISE = 2.0**-1000
 """The smallest noise scale with a representable default grid (scale · 2⁻²⁰, normal)."""
 
+_MAX_NOISE = 2.0**1000
+"""The largest noise scale (≈ 1.1e301): draws and released values stay in the float range."""
+
+
+def _check_noise_scale(name: str, value: Any) -> float:
+    """A positive noise scale of at most ``_MAX_NOISE`` (a named error otherwise)."""
+    scale = check_positive(name, value)
+    if scale > _MAX_NOISE:
+        raise InvalidArgumentError(
+            f"`{name}` must be at most 2**1000 ≈ 1.1e301, so that its draws stay in the float "
+            f"range (rescale the data instead). Found {value!r}."
+        )
+    return scale
+
 
 def _check_granularity(granularity: Any, noise_scale: float, name: str = "scale") -> float:
     if noise_scale < _MIN_NOISE:
@@ -112,7 +126,7 @@ class _GridMechanism(Mechanism):
         safe: bool,
         granularity: float | None,
     ) -> None:
-        self._noise = check_positive(self._noise_name, noise)
+        self._noise = _check_noise_scale(self._noise_name, noise)
         self.sensitivity = check_positive("sensitivity", sensitivity)
         self.dimension = check_int_at_least("dimension", dimension, 1)
         self.safe = bool(safe)

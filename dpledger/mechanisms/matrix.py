@@ -26,7 +26,7 @@ from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms._rng import resolve_rng
-from dpledger.mechanisms.additive import Gaussian
+from dpledger.mechanisms.additive import _MAX_NOISE, Gaussian
 from dpledger.mechanisms.base import Mechanism, warn_floating_point
 
 __all__ = ["SymmetricGaussian", "Wishart"]
@@ -100,6 +100,12 @@ class Wishart(Mechanism):
         self.epsilon = check_positive("epsilon", epsilon)
         self.trace_sensitivity = check_positive("trace_sensitivity", trace_sensitivity)
         self.dimension = check_int_at_least("dimension", dimension, 1)
+        if not self.scale <= _MAX_NOISE:
+            raise InvalidArgumentError(
+                f"`trace_sensitivity` / (2 · `epsilon`) = {self.trace_sensitivity!r} / "
+                f"(2 · {self.epsilon!r}), the Wishart scale, must be at most 2**1000 ≈ 1.1e301 "
+                "so that the noise stays in the float range (rescale the data instead)."
+            )
         warn_floating_point("Wishart", no_exact_sampler=True)
 
     def _params(self) -> dict[str, Any]:
