@@ -6,11 +6,14 @@ import math
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import dpledger as dpl
+from dpledger import Ledger
 from dpledger.algorithms import quantile
 from dpledger.algorithms.quantile import _sample
+from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 warnings.filterwarnings("ignore", message="quantile")
 
@@ -75,3 +78,49 @@ def test_bad_inputs_are_named_and_charge_nothing():
     with pytest.raises(dpl.BudgetExceededError):
         quantile([1.0, 2.0], [0.1, 0.9], ledger=ledger, bounds=(0, 5), epsilon=2.0)
     assert ledger.receipts == ()
+
+
+# ---------------------------------------------------------------- review mends (helper-27)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [np.ones((50, 2)), [[1.0, 2.0], [3.0, 4.0]], pd.DataFrame({"a": [1.0, 2], "b": [3.0, 4]})],
+)
+def test_several_values_per_record_are_refused_not_flattened(data):
+    """A 2-D input was flattened: one record then moved c values (worst loss 1.75 for 3
+    columns at ε = 1 charged). Refused, nothing charged; one column (n, 1) is accepted."""
+    ledger = Ledger(5.0, 0.0)
+    with pytest.raises(InvalidArgumentError, match="one column"):
+        quantile(data, 0.5, ledger=ledger, bounds=(0, 10), epsilon=1.0, rng=0)
+    assert ledger.receipts == ()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        column = quantile(np.ones((50, 1)), 0.5, ledger=ledger, bounds=(0, 10), epsilon=1.0)
+    assert 0 <= column <= 10
+
+
+def test_bounds_whose_width_overflows_are_refused():
+    """(−1e308, 1e308): an overflowing gap got probability 0 and empty data released +inf,
+    both depending on the data. Refused before the charge."""
+    ledger = Ledger(5.0, 0.0)
+    for mechanism in ("kng", "exponential"):
+        with pytest.raises(InvalidArgumentError, match="bounds"):
+            quantile([0.0], 0.5, ledger=ledger, bounds=(-1e308, 1e308), epsilon=1.0,
+                     mechanism=mechanism)  # fmt: skip
+    assert ledger.receipts == ()
+
+
+def test_the_maximum_a_numpy_level_and_complex_data():
+    """q = 1 (the maximum, Δ = 1) is in the documented [0, 1]; a 0-d numpy q is one level;
+    complex data is refused rather than cast to its real part."""
+    ledger = Ledger(5.0, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        top = quantile(np.arange(100.0), 1.0, ledger=ledger, bounds=(0, 100), epsilon=2.0, rng=1)
+        level = quantile(np.arange(100.0), np.array(0.5), ledger=ledger, bounds=(0, 100),
+                         epsilon=2.0, rng=1)  # fmt: skip
+    assert 80 < top <= 100 and isinstance(level, float)
+    with pytest.raises(InvalidArgumentTypeError, match="complex"):
+        quantile(np.array([1 + 1j]), 0.5, ledger=ledger, bounds=(0, 100), epsilon=0.5)
+    assert len(ledger.receipts) == 2

@@ -59,13 +59,13 @@ guarantee: they are for the data holder, never for release.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import linalg
 from sklearn.base import RegressorMixin
 
 from dpledger._public import namespace
@@ -107,6 +107,7 @@ NORMS = ("l1", "l2", "linf")
 
 #: The largest rejection-sampling cap accepted (proposals per release).
 MAX_PROPOSALS = 10**8
+_MIN_BOUND, _MAX_BOUND = 2.0**-900, 2.0**470
 #: The largest number of Metropolis steps per chain (burn-in + kept samples).
 MAX_MCMC_STEPS = 10**6
 #: The most chains one fit runs.
@@ -208,11 +209,13 @@ def _first_inside(
     while used < max_proposals:
         size = min(batch, max_proposals - used)
         thetas = propose(size)
+        d = thetas.shape[1] if thetas.ndim == 2 else 1
         inside = np.flatnonzero(np.linalg.norm(thetas, axis=1) <= radius)
         if inside.size:
             return np.asarray(thetas[inside[0]], dtype=float)
         used += size
-        batch = min(batch * 4, 1 << 16)
+        # ≤ 2²² floats (32 MB) per proposal array whatever d: memory stays bounded
+        batch = min(batch * 4, max(16, (1 << 22) // d))
     raise SamplingError(
         f"{what}: none of {max_proposals} proposals fell in Θ = {{‖θ‖₂ ≤ {radius:g}}}. The "
         "budget was already charged and no estimate is released. The probability of this "
@@ -222,13 +225,31 @@ def _first_inside(
     )
 
 
-def _cholesky(gram: np.ndarray) -> np.ndarray:
-    try:
-        return np.asarray(np.linalg.cholesky(gram))
-    except np.linalg.LinAlgError:  # only by rounding: the ridge makes A positive definite
-        raise SamplingError(
-            "A = XᵀX + ridge·I is not numerically positive definite: use a larger `ridge`."
-        ) from None
+def _spectral(gram: np.ndarray, ridge: float) -> tuple[np.ndarray, np.ndarray]:
+    """(V, μ) with A = V·diag(μ)·Vᵀ, μ = max(λ, 0) + ridge, λ the eigenvalues of XᵀX.
+
+    XᵀX is positive semi-definite; an eigenvalue below 0 is rounding, clamped to 0, so A
+    is positive definite for every data set (μ ≥ ridge > 0): the sampler can never fail
+    on one data set and succeed on its neighbour (a Cholesky of XᵀX + ridge·I could, once
+    the ridge is below XᵀX's rounding level). The clamp moves A by rounding-size amounts
+    only, far below the sensitivity.
+    """
+    upper = gram / 2.0
+    eigenvalues, vectors = np.linalg.eigh(upper + upper.T)
+    return np.asarray(vectors), np.maximum(eigenvalues, 0.0) + ridge
+
+
+def _check_factor_input(gram: np.ndarray, moment: np.ndarray, ridge: float) -> None:
+    d = moment.size
+    if np.shape(gram) != (d, d) or not (np.all(np.isfinite(gram)) and np.isfinite(ridge)):
+        raise InvalidArgumentError(
+            f"`gram` must be a finite ({d}, {d}) matrix and `ridge` finite. Found shape "
+            f"{np.shape(gram)} and ridge {ridge!r}."
+        )
+    if not ridge > 0 and np.min(np.linalg.eigvalsh(gram / 2.0 + gram.T / 2.0)) <= 0:
+        raise InvalidArgumentError(
+            "`gram` must be positive definite, or pass `ridge` > 0 (A = gram + ridge·I)."
+        )
 
 
 def kng_linear_sample(
@@ -240,22 +261,25 @@ def kng_linear_sample(
     theta_bound: float,
     rng: np.random.Generator,
     max_proposals: int = 10**6,
+    ridge: float = 0.0,
 ) -> np.ndarray:
     """One exact draw of ℓ₂-KNG for ℓₙ(θ) = θᵀAθ − 2bᵀθ + const, truncated to ‖θ‖ ≤ r.
 
-    ∇ℓₙ = 2(Aθ − b), so f(θ) ∝ exp(−(ε/Δ)‖Aθ − b‖₂): z = Aθ − b has density
-    ∝ exp(−(ε/Δ)‖z‖₂) (the Jacobian of θ ↦ z is the constant det A), i.e. ‖z‖ ~
-    Gamma(d, Δ/ε) with a uniform direction; θ = A⁻¹(b + z), kept if in Θ.
+    A = ``gram`` + ``ridge``·I (:func:`_spectral`). ∇ℓₙ = 2(Aθ − b), so
+    f(θ) ∝ exp(−(ε/Δ)‖Aθ − b‖₂): z = Aθ − b has density ∝ exp(−(ε/Δ)‖z‖₂) (the Jacobian
+    of θ ↦ z is the constant det A), i.e. ‖z‖ ~ Gamma(d, Δ/ε) with a uniform direction;
+    θ = A⁻¹(b + z), kept if in Θ.
     """
     d = moment.size
-    factor = (_cholesky(gram), True)
+    _check_factor_input(gram, moment, ridge)
+    vectors, mu = _spectral(gram, ridge)
 
     def propose(size: int) -> np.ndarray:
         radius = rng.gamma(d, sensitivity / epsilon, size)
         direction = rng.standard_normal((size, d))
         direction /= np.linalg.norm(direction, axis=1, keepdims=True)
         z = direction * radius[:, None]
-        return np.asarray(linalg.cho_solve(factor, (moment[None, :] + z).T).T)
+        return np.asarray(((moment[None, :] + z) @ vectors / mu) @ vectors.T)
 
     return _first_inside(propose, theta_bound, max_proposals, "KNG (squared loss)")
 
@@ -269,22 +293,24 @@ def exponential_linear_sample(
     theta_bound: float,
     rng: np.random.Generator,
     max_proposals: int = 10**6,
+    ridge: float = 0.0,
 ) -> np.ndarray:
     """One exact draw of exp(−ε(θᵀAθ − 2bᵀθ)/(2Δ_ℓ)) truncated to ‖θ‖ ≤ r.
 
-    Completing the square: the Gaussian N(A⁻¹b, (Δ_ℓ/ε)A⁻¹), drawn as
-    A⁻¹b + √(Δ_ℓ/ε)·L⁻ᵀξ with A = LLᵀ, ξ standard normal; kept if in Θ.
+    A = ``gram`` + ``ridge``·I = V·diag(μ)·Vᵀ (:func:`_spectral`). Completing the square:
+    the Gaussian N(A⁻¹b, (Δ_ℓ/ε)A⁻¹), drawn as A⁻¹b + √(Δ_ℓ/ε)·V·diag(μ^{-1/2})ξ with ξ
+    standard normal; kept if in Θ.
     """
     d = moment.size
-    lower = _cholesky(gram)
-    mean = linalg.cho_solve((lower, True), moment)
+    _check_factor_input(gram, moment, ridge)
+    vectors, mu = _spectral(gram, ridge)
+    mean = vectors @ ((vectors.T @ moment) / mu)
     scale = math.sqrt(sensitivity / epsilon)
+    root = vectors / np.sqrt(mu)  # V·diag(μ^{-1/2})
 
     def propose(size: int) -> np.ndarray:
-        xi = rng.standard_normal((d, size))
-        return np.asarray(
-            mean[None, :] + scale * linalg.solve_triangular(lower.T, xi, lower=False).T
-        )
+        xi = rng.standard_normal((size, d))
+        return np.asarray(mean[None, :] + scale * (xi @ root.T))
 
     return _first_inside(propose, theta_bound, max_proposals, "exponential mechanism")
 
@@ -411,9 +437,9 @@ def metropolis(
     logp = np.asarray(log_density(current), dtype=float)
     scale = np.full(chains, 2.38 * radius / (2.0 * math.sqrt(d)))
     shape = np.eye(d)
-    history = np.empty((chains, burn_in, d))
-    checkpoints = {burn_in // 4, burn_in // 2, (3 * burn_in) // 4} - {0}
     window = max(burn_in // 4, 1)
+    history = np.empty((chains, window, d))  # the last `window` burn-in states (a ring)
+    checkpoints = {burn_in // 4, burn_in // 2, (3 * burn_in) // 4} - {0}
     since = 0  # steps since the proposal's shape was last set
 
     def step(adapting: bool, t: int) -> np.ndarray:
@@ -434,9 +460,9 @@ def metropolis(
 
     for t in range(burn_in):
         step(True, t)
-        history[:, t] = current
-        if t + 1 in checkpoints:
-            recent = history[:, t + 1 - window : t + 1]
+        history[:, t % window] = current
+        if t + 1 in checkpoints:  # t + 1 ≥ window: the ring holds the last window steps
+            recent = history
             centred = (recent - recent.mean(axis=1, keepdims=True)).reshape(-1, d)
             covariance = centred.T @ centred / max(centred.shape[0] - 1, 1)
             covariance += 1e-12 * (np.trace(covariance) / d + radius * radius * 1e-12) * np.eye(d)
@@ -546,11 +572,11 @@ class _LinearRelease(Mechanism):
     def release(self, value: Any, rng: np.random.Generator | None = None) -> np.ndarray:
         """One draw of θ ∈ Θ (raises :class:`SamplingError` if the rejection cap is hit)."""
         gram, moment = (np.asarray(v, dtype=float) for v in value)
-        a = (gram + gram.T) / 2.0 + self.ridge * np.eye(self.dimension)
         sample = kng_linear_sample if self.kind == "kng" else exponential_linear_sample
         return sample(
-            a,
+            gram,
             moment,
+            ridge=self.ridge,
             epsilon=self.epsilon,
             sensitivity=self.sensitivity,
             theta_bound=self.theta_bound,
@@ -671,7 +697,7 @@ class _QuantileRelease(Mechanism):
 
 
 def _norms(X: np.ndarray, norm: str) -> np.ndarray:
-    """‖x‖_K of every row: "l2" (without under- or overflow), "l1" or else ℓ∞."""
+    """‖x‖_K of every row: "l2" (no under- or overflow), "l1" (∞ if it overflows), or ℓ∞."""
     if norm == "l2":
         return _row_norms(X)
     if norm == "l1":
@@ -680,17 +706,32 @@ def _norms(X: np.ndarray, norm: str) -> np.ndarray:
 
 
 def _clip_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
-    """Rows with ‖x‖_K > bound scaled onto the sphere of radius bound (record-local)."""
+    """Rows with ‖x‖_K > bound scaled onto the sphere of radius bound (record-local).
+
+    The *exact* norm of every returned row is ≤ bound: rows are brought to a computed norm
+    ≤ bound·(1 − 2(d + 2)u) (u = 2⁻⁵³), and a computed ℓ₁ or ℓ₂ norm of d entries is within
+    a relative (d + 2)u of the exact one (entries ≥ 2⁻⁹⁰⁰·2⁻⁴⁰ are normal, the bound is
+    ≥ 2⁻⁹⁰⁰: no subnormal rounding); ℓ∞ is exact.
+    """
     X = np.ascontiguousarray(X, dtype=float)  # one summation order, whatever the layout
+    d = X.shape[1] if X.ndim == 2 else 1
+    target = bound * (1.0 - 2.0 * (d + 2) * 2.0**-53)
     norms = _norms(X, norm)
-    factor = np.where(norms > bound, bound / np.where(norms > 0, norms, 1.0), 1.0)
+    huge = ~np.isfinite(norms)  # a finite row whose norm overflows: far above the bound
+    if huge.any():  # in units of its largest entry first, then onto the sphere below
+        X = X.copy()
+        X[huge] /= np.max(np.abs(X[huge]), axis=1)[:, None]
+        norms = _norms(X, norm)
+    over = (norms > target) | huge
+    factor = np.where(over, target / np.where(norms > 0, norms, 1.0), 1.0)
     clipped = np.asarray(X * factor[:, None], dtype=float)
-    # rounding may leave a clipped row a hair outside: shrink it (the bound must hold)
-    after = _norms(clipped, norm)
-    over = after > bound
-    if over.any():
-        clipped[over] *= (bound / after[over] * (1.0 - 2.0**-50))[:, None]
-    return clipped
+    for _ in range(3):  # rounding may leave a scaled row a hair outside: shrink it again
+        after = _norms(clipped, norm)
+        over = after > target
+        if not over.any():
+            return clipped
+        clipped[over] *= (target / after[over] * (1.0 - 2.0**-50))[:, None]
+    raise InvalidArgumentError("internal error: a clipped row stayed outside `x_bound`.")
 
 
 class _BoundedThetaRegression(RegressorMixin, PrivateEstimator):  # type: ignore[misc]
@@ -707,7 +748,33 @@ class _BoundedThetaRegression(RegressorMixin, PrivateEstimator):  # type: ignore
         x_bound = self._bound("x_bound", self.x_bound)
         y_bound = self._bound("y_bound", self.y_bound)
         theta_bound = self._bound("theta_bound", self.theta_bound)
+        for name, value in (
+            ("x_bound", x_bound),
+            ("y_bound", y_bound),
+            ("theta_bound", theta_bound),
+        ):
+            if not _MIN_BOUND <= value <= _MAX_BOUND:
+                raise InvalidArgumentError(
+                    f"`{name}` must lie in [2**-900, 2**470] ≈ [1.2e-271, 3.0e141]: the "
+                    "statistics (XᵀX over up to 2⁵³ rows), the sensitivity and the clipped "
+                    "rows must stay normal floats, or whether a fit fails would depend on "
+                    f"the data (rescale the data instead). Found {value!r}."
+                )
         return x_bound, y_bound, theta_bound
+
+    @staticmethod
+    def _check_sensitivity(sensitivity: float, epsilon: float) -> None:
+        """Δ and Δ/ε must be positive normal floats, decided before anything is charged."""
+        if not (sys.float_info.min <= sensitivity < math.inf):
+            raise InvalidArgumentError(
+                f"the declared bounds give a sensitivity of {sensitivity!r}, outside the normal "
+                "float range: rescale the data (x_bound, y_bound, theta_bound)."
+            )
+        if not sensitivity / epsilon < math.inf:
+            raise InvalidArgumentError(
+                f"`epsilon` = {epsilon!r} is too small for the sensitivity {sensitivity!r}: "
+                "Δ/ε overflows a float."
+            )
 
     def _model_rows(self, X: np.ndarray, y: np.ndarray | None, norm: str) -> Any:
         x_bound, y_bound, _ = self._bounds()
@@ -765,6 +832,7 @@ class _LinearRegression(_BoundedThetaRegression):
         max_proposals = _check_cap("max_proposals", self.max_proposals, MAX_PROPOSALS)
         b = row_bound(x_bound, bool(self.fit_intercept))
         sensitivity = self._sensitivity(b, y_bound, theta_bound, adjacency)
+        self._check_sensitivity(sensitivity, epsilon)
         X = _data.as_design(X)
         rows = None if _data.is_dask(X) else X.shape[0]
         y = _data.as_target(y, rows)
@@ -953,6 +1021,7 @@ class _QuantileRegression(_BoundedThetaRegression):
         else:
             b = row_bound(x_bound, bool(self.fit_intercept))
             sensitivity = quantile_loss_range(tau, b, y_bound, theta_bound)
+        self._check_sensitivity(sensitivity, epsilon)
         mechanism = _QuantileRelease(
             self._kind,
             epsilon,

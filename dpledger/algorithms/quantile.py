@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -41,6 +41,8 @@ from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 from dpledger.mechanisms.base import warn_floating_point
 
 __all__ = ["quantile"]
+
+_MAX_WIDTH = 2.0**900
 
 
 def _intervals(values: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +76,7 @@ def _sample(
     below = np.arange(n + 1, dtype=float)  # #{x < θ} on interval k
     with np.errstate(divide="ignore"):
         log_w = np.log(lengths) - epsilon * np.abs(below - q * n) / (2.0 * sensitivity)
-    k = _gumbel_max(log_w, np.isfinite(log_w), rng)
+    k = _gumbel_max(log_w, lengths > 0, rng)  # every interval of positive length
     return float(edges[k] + rng.random() * lengths[k])
 
 
@@ -172,11 +174,16 @@ def quantile(
         raise InvalidArgumentTypeError(
             f"`ledger` must be a dpledger.Ledger. Found {type(ledger).__name__}."
         )
+    if np.ndim(q) == 0 and hasattr(q, "item"):  # a 0-d numpy array or numpy scalar
+        q = cast(Any, q).item()
     single = isinstance(q, (int, float, np.floating, np.integer))
     levels = (
-        [check_probability("q", q)]
+        [check_probability("q", q, high_open=False)]
         if single
-        else [check_probability(f"q[{i}]", v) for i, v in enumerate(check_reals("q", q))]
+        else [
+            check_probability(f"q[{i}]", v, high_open=False)
+            for i, v in enumerate(check_reals("q", q))
+        ]
     )
     if not levels:
         raise InvalidArgumentError("`q` must hold at least one quantile. Found none.")
@@ -185,15 +192,30 @@ def quantile(
     except (TypeError, ValueError):
         raise InvalidArgumentError(f"`bounds` must be (lo, hi). Found {bounds!r}.") from None
     lo, hi = check_real("bounds[0]", lo), check_real("bounds[1]", hi)
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise InvalidArgumentError(f"`bounds` must be finite with lo < hi. Found {bounds!r}.")
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi and hi - lo <= _MAX_WIDTH):
+        raise InvalidArgumentError(
+            "`bounds` must be finite with lo < hi and hi − lo at most 2**900 ≈ 8.5e270 (the "
+            "interval lengths and the loss at n ≤ 2⁵³ points must not overflow, or which "
+            f"interval can be drawn would depend on the data). Found {bounds!r}."
+        )
+    raw = data.to_numpy() if hasattr(data, "to_numpy") else data
+    if np.iscomplexobj(raw):
+        raise InvalidArgumentTypeError("`data` must be real numbers. Found complex values.")
     try:
-        raw = data.to_numpy() if hasattr(data, "to_numpy") else data
-        values = np.asarray(raw, dtype=float).reshape(-1)
+        values = np.asarray(raw, dtype=float)
     except (TypeError, ValueError, OverflowError) as error:
         raise InvalidArgumentTypeError(
             f"`data` must be a 1-D array of real numbers. {error}"
         ) from None
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.ndim > 1:
+        raise InvalidArgumentError(
+            "`data` must be one column (1-D, or shape (n, 1)): with several values per "
+            "record one record moves several of them, beyond the sensitivity charged. Found "
+            f"shape {values.shape}; call quantile once per column."
+        )
+    values = values.reshape(-1)
     if not np.all(np.isfinite(values)):
         raise InvalidArgumentError("`data` must be finite; impute or drop missing values first.")
     values = np.sort(np.clip(values, lo, hi))
