@@ -141,3 +141,76 @@ def test_a_seed_never_repeats_noise_across_queries_on_one_ledger():
     noise_first = np.asarray(first, dtype=float) - true
     noise_second = np.asarray(second, dtype=float) - true
     assert not np.array_equal(noise_first, noise_second)  # 50 coordinates: never by chance
+
+
+# ---------------------------------------------------------------- review mends (helper-29)
+
+
+def test_group_sums_under_replace_one_cover_a_record_moving_between_groups():
+    """Replace-one with groups: a record can leave one group and join another, moving two
+    cells by −v and +v′ (sums (500, 500) → (499, 501) for values 1 in [0, 1]). The
+    sensitivity was hi − lo = 1 (true ε 1.348 Gaussian, 2.0 Laplace at 1 charged); it is
+    now L1 2·max(|lo|, |hi|), L2 √2·max(|lo|, |hi|), computed here by brute force."""
+    import itertools
+
+    from dpledger.algorithms.descriptive import _sum_sensitivity
+
+    for bounds in ([(0.0, 1.0)], [(-3.0, 1.0), (2.0, 5.0)], [(1e6, 1e6 + 1)]):
+        l1, l2 = _sum_sensitivity(bounds, "replace_one", grouped=True)
+        worst1 = worst2 = 0.0
+        corners = [list(c) for c in itertools.product(*bounds)]
+        for v, w in itertools.product(corners, corners):
+            for moved in (False, True):  # w replaces v in the same group, or in another
+                cells = [np.array(w) - v] if not moved else [-np.array(v), np.array(w)]
+                change = np.concatenate(cells)
+                worst1 = max(worst1, float(np.abs(change).sum()))
+                worst2 = max(worst2, float(np.linalg.norm(change)))
+        assert worst1 <= l1 <= worst1 * (1 + 1e-12)
+        assert worst2 <= l2 <= worst2 * (1 + 1e-12)
+    # and the query charges it: Laplace noise scale = L1/ε
+    ledger = dpl.Ledger(1.0, 0.0, adjacency="replace_one")
+    alg.sum(np.ones(10), bounds=(0, 1), by=np.array(["A"] * 5 + ["B"] * 5), groups=["A", "B"],
+            ledger=ledger, epsilon=1.0, noise="laplace", rng=0)  # fmt: skip
+    assert "sensitivity=2.0," in ledger.receipts[-1].mechanism
+    assert ledger.receipts[-1].epsilon <= 1.0
+
+
+def test_pandas_by_is_matched_by_index_like_groupby():
+    """A `by` Series was matched by position: on a re-sorted Series the groups came back
+    swapped ({lo: 9, hi: 1} against groupby's {lo: 1, hi: 9}), silently."""
+    df = pd.DataFrame({"v": [1.0] * 50 + [9.0] * 50, "g": ["lo"] * 50 + ["hi"] * 50})
+    data = df["v"].sort_index(ascending=False)
+    ledger = dpl.Ledger(1e6, 1e-6)
+    out = alg.mean(data, bounds=(0, 10), by=df["g"], groups=["lo", "hi"], ledger=ledger,
+                   epsilon=1e5, delta=1e-7, rng=0)  # fmt: skip
+    assert abs(out["lo"] - 1.0) < 0.1 and abs(out["hi"] - 9.0) < 0.1
+    with pytest.raises(dpl.InvalidArgumentError, match="index"):
+        alg.mean(data, bounds=(0, 10), by=df["g"].reset_index(drop=True).shift(1).iloc[1:],
+                 groups=["lo", "hi"], ledger=ledger, epsilon=1.0, delta=1e-7)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"groups": "ab"},
+        {"groups": [["a"], ["b"]]},
+        {"by": 3},
+        {"by": [["a"]] * 4},
+    ],
+)
+def test_bad_groups_get_named_errors(bad):
+    kwargs = {"by": np.array(["a", "b", "a", "b"]), "groups": ["a", "b"], **bad}
+    ledger = dpl.Ledger(1.0, 0.0)
+    with pytest.raises(dpl.DPLedgerError, match=r"`(by|groups)`"):
+        alg.sum(np.ones(4), bounds=(0, 1), ledger=ledger, share=0.5, **kwargs)
+    assert ledger.receipts == ()
+
+
+@pytest.mark.parametrize("query", ["sum", "mean", "variance"])
+def test_missing_values_are_refused_not_read_as_zero(query):
+    """NaN was silently imputed as 0 (50 NaN and 50 fives: mean 2.61)."""
+    ledger = dpl.Ledger(1.0, 0.0)
+    data = np.r_[np.full(50, np.nan), np.full(50, 5.0)]
+    with pytest.raises(dpl.InvalidArgumentError, match="NaN"):
+        getattr(alg, query)(data, bounds=(0, 10), ledger=ledger, share=0.5)
+    assert ledger.receipts == ()

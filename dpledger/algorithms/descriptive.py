@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from dpledger._numerics import sqrt_up
 from dpledger._public import namespace
 from dpledger._validation import check_choice, check_positive, check_probability, check_real
 from dpledger.accountant import events as ev
@@ -124,8 +125,14 @@ def _bounds(bounds: Any, names: list[Any] | None, width: int) -> list[Bounds]:
     return out
 
 
-def _groups(by: Any, groups: Any, n: int) -> tuple[np.ndarray | None, list[Any] | None]:
-    """Each row's group number (−1: not a declared group), and the declared groups."""
+def _groups(
+    by: Any, groups: Any, n: int, index: Any = None
+) -> tuple[np.ndarray | None, list[Any] | None]:
+    """Each row's group number (−1: not a declared group), and the declared groups.
+
+    A pandas ``by`` is matched to pandas ``data`` by index (as pandas' groupby does), not
+    by position; an index that does not match is refused.
+    """
     if by is None:
         if groups is not None:
             raise InvalidArgumentError("`groups` needs `by` (each record's group).")
@@ -135,16 +142,53 @@ def _groups(by: Any, groups: Any, n: int) -> tuple[np.ndarray | None, list[Any] 
             "`by` needs `groups`: the declared list of groups. Which groups exist must not "
             "be read from the data (it would leak), so it is declared like a bound."
         )
+    if isinstance(groups, (str, bytes)) or np.ndim(groups) != 1:
+        raise InvalidArgumentError(
+            f"`groups` must be a list of the declared group labels. Found {groups!r}."
+        )
     keys = list(groups)
-    if not keys or len(set(keys)) != len(keys):
+    try:
+        position = {key: i for i, key in enumerate(keys)}
+    except TypeError:
+        raise InvalidArgumentTypeError(
+            f"`groups` must hold hashable labels. Found {groups!r}."
+        ) from None
+    if not keys or len(position) != len(keys):
         raise InvalidArgumentError(f"`groups` must be distinct and non-empty. Found {groups!r}.")
+    pd = _pandas()
+    if (
+        pd is not None
+        and isinstance(by, pd.Series)
+        and index is not None
+        and not by.index.equals(index)
+    ):
+        same_labels = (
+            by.index.is_unique
+            and index.is_unique
+            and len(by.index) == len(index)
+            and bool(by.index.isin(index).all())
+        )
+        if not same_labels:
+            raise InvalidArgumentError(
+                "`by` and `data` must have the same index labels (pandas objects are "
+                "matched by index, as in groupby); they differ or repeat."
+            )
+        by = by.reindex(index)
+    if np.ndim(by) != 1:
+        raise InvalidArgumentError(
+            f"`by` must hold one group label per record (1-D). Found {type(by).__name__} of "
+            f"shape {np.shape(by)}."
+        )
     labels = list(by.to_numpy() if hasattr(by, "to_numpy") else np.asarray(by, dtype=object))
     if len(labels) != n:
         raise InvalidArgumentError(
             f"`by` must have one label per record ({n}). Found {len(labels)}."
         )
-    position = {key: i for i, key in enumerate(keys)}
-    return np.array([position.get(label, -1) for label in labels], dtype=np.int64), keys
+    try:
+        numbers = [position.get(label, -1) for label in labels]
+    except TypeError:
+        raise InvalidArgumentTypeError("`by` must hold hashable group labels.") from None
+    return np.array(numbers, dtype=np.int64), keys
 
 
 # -- releases ------------------------------------------------------------------------------
@@ -202,7 +246,7 @@ class _Plan:
         label: str,
     ) -> None:
         """The release of the column sums (per group) of ``values``, each within ``bounds``."""
-        l1, l2 = _sum_sensitivity(bounds, self.ledger.adjacency)
+        l1, l2 = _sum_sensitivity(bounds, self.ledger.adjacency, group is not None)
         self.add(_per_group(values, group, n_groups).reshape(-1), False, l1, l2, label)
 
     def _factory(self, integer: bool, l1: float, l2: float, d: int) -> Callable[[float], Any]:
@@ -255,8 +299,13 @@ def _limits(bounds: list[Bounds]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _clip(values: np.ndarray, bounds: list[Bounds]) -> np.ndarray:
+    if np.isnan(values).any():
+        raise InvalidArgumentError(
+            "`data` has missing values (NaN): drop or impute them first (a declared "
+            "imputation value is record-local, so it costs no privacy)."
+        )
     lo, hi = _limits(bounds)
-    clipped: np.ndarray = np.clip(np.nan_to_num(values, nan=0.0), lo, hi)
+    clipped: np.ndarray = np.clip(values, lo, hi)
     return clipped
 
 
@@ -290,13 +339,27 @@ def _shape(result: np.ndarray, names: list[Any] | None, keys: list[Any] | None, 
     return pd.DataFrame(table, index=pd.Index(keys), columns=names)
 
 
-def _sum_sensitivity(bounds: list[Bounds], adjacency: str) -> tuple[float, float]:
-    """(L1, L2) sensitivity of a vector of clipped column sums."""
+def _sum_sensitivity(bounds: list[Bounds], adjacency: str, grouped: bool) -> tuple[float, float]:
+    """(L1, L2) sensitivity of a vector of clipped column sums (per group if ``grouped``).
+
+    Add/remove: one record adds or removes its values, |v| ≤ m = max(|lo|, |hi|) per
+    column, in one group. Replace-one: within one group the sums move by v′ − v, at most
+    hi − lo per column; but with groups the record can also move to another group, which
+    changes *two* cells by −v and +v′: L1 Σ 2m, L2 √2·‖m‖ (as a group count moves by 2
+    in L1, √2 in L2). The sensitivity is the larger of the two cases.
+    """
+    top = [max(abs(lo), abs(hi)) for lo, hi in bounds]
+
+    def l2_of(per: list[float], times: float = 1.0) -> float:
+        return sqrt_up(math.fsum(times * p * p for p in per))
+
     if adjacency == ev.ADD_REMOVE:
-        per = [max(abs(lo), abs(hi)) for lo, hi in bounds]
-    else:
-        per = [hi - lo for lo, hi in bounds]
-    return math.fsum(per), math.sqrt(math.fsum(p * p for p in per))
+        return math.fsum(top), l2_of(top)
+    within = [hi - lo for lo, hi in bounds]
+    if not grouped:
+        return math.fsum(within), l2_of(within)
+    moved = [2.0 * m for m in top]  # L1: −v in one group, +v′ in another
+    return max(math.fsum(within), math.fsum(moved)), max(l2_of(within), l2_of(top, 2.0))
 
 
 def _count_sensitivity(adjacency: str) -> tuple[float, float]:
@@ -341,7 +404,9 @@ def count(
             f"`data` must be a sequence of records (array, Series, DataFrame, list). Found "
             f"{type(data).__name__}."
         ) from error
-    group, keys = _groups(by, groups, n)
+    pd = _pandas()
+    pandas_data = pd is not None and isinstance(data, (pd.Series, pd.DataFrame))
+    group, keys = _groups(by, groups, n, data.index if pandas_data else None)
     plan = _Plan(ledger, noise, share, epsilon, delta)
     if keys is None and ledger.adjacency == ev.REPLACE_ONE:
         return float(n)
@@ -366,7 +431,7 @@ def sum(
     """The sum of values clipped to the declared ``bounds`` (per column, per group)."""
     values, names, index = _columns(data)
     column_bounds = _bounds(bounds, names, values.shape[1])
-    group, keys = _groups(by, groups, values.shape[0])
+    group, keys = _groups(by, groups, values.shape[0], index)
     plan = _Plan(ledger, noise, share, epsilon, delta)
     n_groups = len(keys) if keys else 1
     plan.add_sums(_clip(values, column_bounds), group, n_groups, column_bounds, "sum")
@@ -388,9 +453,9 @@ def _moments(
     second: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, list[Bounds], Any, Any]:
     """Noisy (count, centred sum, centred sum of squares) per group and column."""
-    values, names, _ = _columns(data)
+    values, names, index = _columns(data)
     column_bounds = _bounds(bounds, names, values.shape[1])
-    group, keys = _groups(by, groups, values.shape[0])
+    group, keys = _groups(by, groups, values.shape[0], index)
     n_groups = len(keys) if keys else 1
     plan = _Plan(ledger, noise, share, epsilon, delta)
     middle = np.array([(lo + hi) / 2 for lo, hi in column_bounds])
