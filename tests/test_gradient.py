@@ -112,3 +112,41 @@ def test_dask_input_is_refused_clearly():
         NoisyGD(epsilon=1.0, delta=1e-5, x_bound=1, y_bound=1, adjacency="replace_one").fit(
             da.from_array(X, chunks=50), y
         )
+
+
+# ---------------------------------------------------------------- review mends (helper-29)
+
+
+def test_per_example_clipping_holds_when_the_squares_underflow():
+    """Gradients with entries 1e-170: their squares underflowed, the norm read 0 and the
+    rows were not clipped (1.4e120 × the clip). Now a clip below 2⁻⁹⁰⁰ is refused, and
+    the clipping itself uses exact norms: checked on the shared helper in rationals."""
+    from fractions import Fraction
+
+    from dpledger.algorithms.linear import _clip_rows
+
+    grads = np.full((50, 2), 1e-170)
+    grads[::2] *= 3.0
+    for clip in (1e-171, 2.0**-890):
+        for row in _clip_rows(grads, clip, "l2"):
+            assert sum(Fraction(float(v)) ** 2 for v in row) <= Fraction(clip) ** 2
+    with pytest.raises(dpl.InvalidArgumentError, match="clip"):
+        NoisyGD(epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, adjacency="replace_one",
+                steps=1, clip=1e-290, safe_noise=False).fit(grads, np.ones(50))  # fmt: skip
+
+
+def test_a_diverging_ridge_step_is_refused_before_any_charge():
+    """learning_rate·alpha ≥ 2 doubled w each step until it overflowed: the fit raised
+    after 1,022 charged steps. Refused up front; a huge learning rate without a ridge runs
+    to the end (the iterate is projected onto a public ball, gradients that overflow are
+    dropped per row), every step charged."""
+    X = np.random.default_rng(0).normal(size=(50, 2)) / 3
+    y = np.clip(X[:, 0], -1, 1)
+    ledger = dpl.Ledger(10.0, 1e-5, adjacency="replace_one")
+    with pytest.raises(dpl.InvalidArgumentError, match="alpha"):
+        NoisyGD(epsilon=1.0, delta=1e-5, x_bound=1, y_bound=1, adjacency="replace_one",
+                steps=50, alpha=3.0, learning_rate=1.0, ledger=ledger).fit(X, y)  # fmt: skip
+    assert ledger.receipts == ()
+    model = NoisyGD(epsilon=1.0, delta=1e-5, x_bound=1, y_bound=1, adjacency="replace_one",
+                    steps=5, learning_rate=1e300, ledger=ledger, rng=0).fit(X, y)  # fmt: skip
+    assert len(ledger.receipts) == 5 and np.all(np.isfinite(model.coef_))

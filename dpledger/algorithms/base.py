@@ -32,6 +32,7 @@ import threading
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 import numpy as np
@@ -256,7 +257,13 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         epsilon, delta = self._budget()
 
         def composed(p: float) -> ev.Event:
-            return ev.Composed(tuple(m.event for m in make(p)))
+            # a run of the same mechanism (T identical steps) is one repeated event: its
+            # event is built once, not T times per solver iteration (10⁵ steps took 112 s)
+            parts = [
+                mechanism.event * count if count > 1 else mechanism.event
+                for mechanism, count in ((m, len(list(run))) for m, run in groupby(make(p)))
+            ]
+            return parts[0] if len(parts) == 1 else ev.Composed(tuple(parts))
 
         try:
             tightest = solve(composed, epsilon=epsilon, delta=delta, initial=initial)

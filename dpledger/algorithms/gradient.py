@@ -39,7 +39,11 @@ from dpledger._validation import (
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms.base import store_parameters
-from dpledger.algorithms.linear import BinaryClassifierOutputs, _SufficientStatisticsRegression
+from dpledger.algorithms.linear import (
+    BinaryClassifierOutputs,
+    _clip_rows,
+    _SufficientStatisticsRegression,
+)
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian
 
@@ -71,6 +75,21 @@ class _Sampled:
         return f"PoissonSampled({self.inner!r}, rate={self.rate!r})"
 
 
+_MAX_WEIGHT = 1e150
+"""The public ball the iterate is projected onto after each step (never binds in practice)."""
+
+
+def _check_clip(value: Any) -> float:
+    clip = check_positive("clip", value)
+    if not 2.0**-900 <= clip <= 2.0**470:
+        raise InvalidArgumentError(
+            "`clip` must lie in [2**-900, 2**470] ≈ [1.2e-271, 3.0e141]: clipped gradients "
+            "and their sums must stay normal floats (rescale the data instead). Found "
+            f"{value!r}."
+        )
+    return clip
+
+
 class _NoisyGD(_SufficientStatisticsRegression):
     loss: str
     steps: Any
@@ -96,7 +115,7 @@ class _NoisyGD(_SufficientStatisticsRegression):
                 f"`steps` must be at most {MAX_STEPS:,} (each is a pass over the rows). Found "
                 f"an integer of {len(str(steps))} digits."
             )
-        clip = check_positive("clip", self.clip)
+        clip = _check_clip(self.clip)
         rate = self.sampling_rate
         if rate is not None:
             rate = check_probability("sampling_rate", rate, low_open=True, high_open=False)
@@ -130,7 +149,13 @@ class _NoisyGD(_SufficientStatisticsRegression):
         ledger = self._shared_ledger()
         rate_eta = check_positive("learning_rate", self.learning_rate)
         alpha = check_nonnegative("alpha", self.alpha)
-        clip = check_positive("clip", self.clip)
+        if not rate_eta * alpha < 2.0:
+            raise InvalidArgumentError(
+                f"`learning_rate` · `alpha` = {rate_eta!r} · {alpha!r} must be below 2: the "
+                "ridge step w ← (1 − ηα)w diverges otherwise (and the fit would stop half-way "
+                "after charging its steps)."
+            )
+        clip = _check_clip(self.clip)
         Xd = _data.as_design(X)
         if _data.is_dask(Xd):
             raise InvalidArgumentError(
@@ -161,14 +186,19 @@ class _NoisyGD(_SufficientStatisticsRegression):
         w = np.zeros(d)
         for t, mechanism in enumerate(mechanisms):
             rows = slice(None) if rate is None else generator.random(Xs.shape[0]) < rate
-            grads = self._gradients(Xs[rows], labels[rows], w)
-            norms = np.sqrt(np.einsum("ij,ij->i", grads, grads))
-            grads *= np.minimum(1.0, clip / np.maximum(norms, 1e-300))[:, None]
-            total = grads.sum(axis=0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                grads = self._gradients(Xs[rows], labels[rows], w)
+            # a row whose gradient overflows contributes nothing (record-local); the others
+            # are clipped with exact norms (no under- or overflow, re-checked after scaling)
+            grads[~np.isfinite(grads).all(axis=1)] = 0.0
+            total = _clip_rows(grads, clip, "l2").sum(axis=0)
             label = f"{type(self).__name__}: step {t + 1}"
             noisy: np.ndarray = np.asarray(ledger.release(mechanism, total, generator, label=label))
             expected = size * (1.0 if rate is None else rate)
             w = w - rate_eta * (noisy / expected + alpha * w)
+            norm_w = float(np.linalg.norm(w))
+            if not norm_w <= _MAX_WEIGHT:  # post-processing: w stays finite whatever the noise
+                w = np.zeros(d) if not math.isfinite(norm_w) else w * (_MAX_WEIGHT / norm_w)
         self._keep_ledger(ledger, own, mechanisms)
         self.sigma_ = mechanisms[0].sigma
         self.n_features_in_ = int(Xd.shape[1])

@@ -73,7 +73,7 @@ from dpledger._validation import check_choice, check_int_at_least, check_probabi
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms.base import PrivateEstimator, Release, store_parameters
-from dpledger.algorithms.linear import _row_norms
+from dpledger.algorithms.linear import _clip_rows
 from dpledger.errors import DPLedgerError, InvalidArgumentError
 from dpledger.mechanisms._rng import resolve_rng
 from dpledger.mechanisms.base import Mechanism, warn_floating_point
@@ -694,44 +694,6 @@ class _QuantileRelease(Mechanism):
 
 
 # -- estimators ---------------------------------------------------------------------------
-
-
-def _norms(X: np.ndarray, norm: str) -> np.ndarray:
-    """‖x‖_K of every row: "l2" (no under- or overflow), "l1" (∞ if it overflows), or ℓ∞."""
-    if norm == "l2":
-        return _row_norms(X)
-    if norm == "l1":
-        return np.asarray(np.abs(X).sum(axis=1))
-    return np.asarray(np.abs(X).max(axis=1))
-
-
-def _clip_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
-    """Rows with ‖x‖_K > bound scaled onto the sphere of radius bound (record-local).
-
-    The *exact* norm of every returned row is ≤ bound: rows are brought to a computed norm
-    ≤ bound·(1 − 2(d + 2)u) (u = 2⁻⁵³), and a computed ℓ₁ or ℓ₂ norm of d entries is within
-    a relative (d + 2)u of the exact one (entries ≥ 2⁻⁹⁰⁰·2⁻⁴⁰ are normal, the bound is
-    ≥ 2⁻⁹⁰⁰: no subnormal rounding); ℓ∞ is exact.
-    """
-    X = np.ascontiguousarray(X, dtype=float)  # one summation order, whatever the layout
-    d = X.shape[1] if X.ndim == 2 else 1
-    target = bound * (1.0 - 2.0 * (d + 2) * 2.0**-53)
-    norms = _norms(X, norm)
-    huge = ~np.isfinite(norms)  # a finite row whose norm overflows: far above the bound
-    if huge.any():  # in units of its largest entry first, then onto the sphere below
-        X = X.copy()
-        X[huge] /= np.max(np.abs(X[huge]), axis=1)[:, None]
-        norms = _norms(X, norm)
-    over = (norms > target) | huge
-    factor = np.where(over, target / np.where(norms > 0, norms, 1.0), 1.0)
-    clipped = np.asarray(X * factor[:, None], dtype=float)
-    for _ in range(3):  # rounding may leave a scaled row a hair outside: shrink it again
-        after = _norms(clipped, norm)
-        over = after > target
-        if not over.any():
-            return clipped
-        clipped[over] *= (target / after[over] * (1.0 - 2.0**-50))[:, None]
-    raise InvalidArgumentError("internal error: a clipped row stayed outside `x_bound`.")
 
 
 class _BoundedThetaRegression(RegressorMixin, PrivateEstimator):  # type: ignore[misc]
