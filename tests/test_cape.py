@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -19,27 +20,66 @@ warnings.filterwarnings("ignore", message="capeFM draws floating-point")
 
 
 def _matrix_factor(sites, colluders):
-    """c = e₁ᵀΣ̃⁻¹e₁ from the adversary's covariance (the theorem's proof), independently."""
-    honest = sites - colluders
-    a = np.full((honest, honest), -1.0 / sites) + np.eye(honest) * (1.0 + 1.0 / sites)
-    cov = np.zeros((honest + 1, honest + 1))
-    cov[:honest, :honest] = a
-    cov[:honest, honest] = cov[honest, :honest] = 1.0 - honest / sites
-    cov[honest, honest] = honest
-    e1 = np.zeros(honest + 1)
-    e1[0] = 1.0
-    return float(e1 @ np.linalg.solve(cov, e1))
+    """c = dᵀΣ⁺d from the adversary's whole view, built from the protocol's latent noise.
+
+    Latent: êₛ ~ N(0, 1), gₛ ~ N(0, 1/S) (τ = 1). Seen by the aggregator and the last
+    ``colluders`` sites: every zₛ = êₛ − ē + gₛ, the broadcast ē, and each colluder's own
+    ê_c and g_c. One record of (honest) site 0 shifts z₀ by 1: d = e₁.
+    """
+    latent = 2 * sites
+    mean = np.zeros(latent)
+    mean[:sites] = 1.0 / sites
+    rows = []
+    for s in range(sites):
+        row = -mean.copy()
+        row[s] += 1.0
+        row[sites + s] = 1.0
+        rows.append(row)
+    rows.append(mean)
+    for c in range(sites - colluders, sites):
+        for k in (c, sites + c):
+            row = np.zeros(latent)
+            row[k] = 1.0
+            rows.append(row)
+    view = np.array(rows)
+    variances = np.r_[np.ones(sites), np.full(sites, 1.0 / sites)]
+    cov = view @ np.diag(variances) @ view.T
+    d = np.zeros(len(rows))
+    d[0] = 1.0
+    return float(d @ np.linalg.pinv(cov, rcond=1e-12) @ d)
 
 
 @pytest.mark.parametrize("sites", [2, 3, 5, 10, 20])
 def test_cape_factor_matches_the_adversarys_covariance(sites):
+    previous = 0.0
     for colluders in range(max_colluders(sites) + 1):
-        assert cape_factor(sites, colluders) == pytest.approx(
-            _matrix_factor(sites, colluders), rel=1e-12
-        )
-    assert cape_factor(5, 1) == pytest.approx(95 / 72, rel=1e-12)
+        factor = cape_factor(sites, colluders)
+        assert factor == pytest.approx(_matrix_factor(sites, colluders), rel=1e-9)
+        exact = Fraction(sites, sites + 1) * (1 + Fraction(sites, sites - colluders))
+        assert Fraction(factor) >= exact  # rounded up: never under-charged
+        assert factor >= previous  # a larger coalition sees more, never less
+        previous = factor
+    assert cape_factor(5, 1) == pytest.approx(15 / 8, rel=1e-12)
     with pytest.raises(dpl.InvalidArgumentError, match="colluding"):
         cape_factor(sites, max_colluders(sites) + 1)
+
+
+def test_cape_factor_against_a_monte_carlo_of_the_protocol():
+    """The view's information about site 0, estimated from simulated protocol runs: the
+    adversary's best unbiased estimate of C₀ (generalised least squares on its view) has
+    variance 1/c (τ = 1), within sampling error."""
+    rng = np.random.default_rng(4)
+    sites, colluders, runs = 5, 1, 200_000
+    e_hat = rng.standard_normal((runs, sites))
+    g = rng.standard_normal((runs, sites)) / math.sqrt(sites)
+    e_bar = e_hat.mean(axis=1)
+    u = e_hat[:, : sites - colluders] + g[:, : sites - colluders]  # zₕ + ē, honest sites
+    known = sites * e_bar - e_hat[:, sites - colluders :].sum(axis=1)  # Σ honest êₕ
+    # C₀'s noise in u₀ minus its best prediction from the other honest u's and K
+    others = np.column_stack([u[:, 1:], known])
+    coef, *_ = np.linalg.lstsq(others, u[:, 0], rcond=None)
+    residual = u[:, 0] - others @ coef
+    assert 1.0 / np.var(residual) == pytest.approx(cape_factor(sites, colluders), rel=0.02)
 
 
 def _sites(count, n=400, d=3, seed=0):

@@ -13,18 +13,26 @@ S times less than the conventional scheme (every site adding N(0, τⱼ²) on it
 noise is symmetric (Frobenius geometry, as in :mod:`.functional`).
 
 Privacy (CAPE theorem, Tasnim et al. 2023, Thm 1): honest-but-curious parties, and at most
-S_C = ⌈S/3⌉ − 1 sites colluding with the aggregator. The adversary's view of an honest
-site is Gaussian, and the mean shift one record makes is seen through the covariance
-τ²Σ̃ of that site's e + g, the other honest sites' and the broadcast sum; its privacy
-loss is a Gaussian mechanism with μ² = c·S²/p², where S is the whitened sensitivity of
-(C₁/a₁, C₂/a₂) and τⱼ = p·aⱼ (:meth:`.functional._FunctionalMechanism._noise_shape`: the
-supremum over two rows of ‖ΔC₁‖²/a₁² + ‖ΔC₂‖²/a₂², below the per-order composition
-Σⱼ(Δⱼ/aⱼ)²), and
+S_C = ⌈S/3⌉ − 1 sites colluding with the aggregator. The adversary (the aggregator and
+the colluders) sees every zₛ = Cₛ + eₛ + gₛ, the broadcast ē = (1/S)Σê, and the
+colluders' own ê_c, g_c. For an honest site h it can therefore form
+uₕ = zₕ + ē = Cₕ + êₕ + gₕ, and it knows K = Σ_{h honest} êₕ = S·ē − Σ_c ê_c exactly.
+Its view of the honest sites is (uₕ)ₕ and K, jointly Gaussian with covariance
+τ²·[[(1 + 1/S)·I, 1], [1ᵀ, S_H]] (S_H = S − S_C honest sites); one record of site 0
+shifts u₀ only, so its privacy loss is a Gaussian mechanism with μ² = c·S²/p², where S
+is the whitened sensitivity of (C₁/a₁, C₂/a₂) and τⱼ = p·aⱼ
+(:meth:`.functional._FunctionalMechanism._noise_shape`: the supremum over two rows of
+‖ΔC₁‖²/a₁² + ‖ΔC₂‖²/a₂², below the per-order composition Σⱼ(Δⱼ/aⱼ)²), and c is the
+(0, 0) entry of that covariance's inverse (block inversion; Schur complement
+S_H/(S + 1)):
 
-    c(S, S_C) = S/(S+1)·[1 + (S·S_H + S_C²)/(S_H·(S + S·S_C − S_C²))],   S_H = S − S_C
+    c(S, S_C) = S/(S+1)·(1 + S/S_H)
 
-(reconstructed from the theorem's proof and the authors' ``capeDelta.m``; c = 2S/(S+1)
-without colluders; ≈ 1.32 at S = 5). Each site's ledger is charged that Gaussian —
+c = 2S/(S+1) without colluders, 15/8 at S = 5 with one; it grows with S_C (a larger
+coalition sees more) towards 5/2. (An earlier reconstruction from the theorem's proof,
+which left the colluders' own ê_c out of the view, *fell* with S_C: 1.32 at S = 5, S_C = 1,
+under-charging by a factor 1.42 in μ²; helper-28's review, confirmed by a Monte Carlo of
+the protocol.) Each site's ledger is charged that Gaussian —
 ``Gaussian(p/√c, S)``, one event for both orders, exact for every ε. The paper's own (ε, δ) —
 δ = 2σ_z/(ε − μ_z)·φ((ε − μ_z)/σ_z), μ_z = μ²/2, σ_z = √(2μ_z) — is a looser upper bound
 valid for μ_z < ε < 1; it is reported only there (``paper_delta_``), beside the exact
@@ -44,6 +52,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpledger._numerics import round_up
 from dpledger._public import namespace
 from dpledger._validation import check_int_at_least
 from dpledger.accountant import events as ev
@@ -77,9 +86,8 @@ def cape_factor(sites: int, colluders: int) -> float:
             f"the CAPE theorem holds for at most ⌈S/3⌉ − 1 = {max_colluders(sites)} colluding "
             f"sites with S = {sites}. Found colluders={colluders}."
         )
-    s, sc = float(sites), float(colluders)
-    sh = s - sc
-    return s / (s + 1) * (1 + (s * sh + sc * sc) / (sh * (s + s * sc - sc * sc)))
+    s, sh = float(sites), float(sites - colluders)
+    return round_up(s / (s + 1) * (1 + s / sh))
 
 
 class CapeFM:

@@ -16,8 +16,11 @@ domain — only a one-dimensional supremum over y is needed (sympy's ``maximum``
 
 * add/remove: Δₖ = sup|gₖ|·Bᵏ (the Frobenius norm of g·x^{⊗k} is |g|·‖x‖ᵏ);
 * replace-one: order 0: sup gₖ − inf gₖ; order 1: (sup|g| + sup|g|)·B (x′ = −x); order 2:
-  √2·sup|g|·B² when g keeps one sign (‖g xxᵀ − g′x′x′ᵀ‖_F² = g²‖x‖⁴ + g′²‖x′‖⁴ −
-  2gg′(xᵀx′)² ≤ 2 sup g²·B⁴), else (sup g⁺ + sup g⁻)·B² (the same row with opposite signs).
+  max(√2·sup|g|, sup g − inf g)·B², from ‖g xxᵀ − g′x′x′ᵀ‖_F² = g²‖x‖⁴ + g′²‖x′‖⁴ −
+  2gg′(xᵀx′)²: with gg′ ≥ 0 it is largest at x ⟂ x′ (2 sup g²·B⁴), with gg′ < 0 at
+  x′ = x ((g − g′)²·B⁴). (Until 2026-11-24 a g that changes sign got only the second
+  term, missing same-sign pairs at x ⟂ x′: 1.1 instead of √2 for y·m² with y ∈ [−0.1, 1];
+  the ready-made losses keep one sign and were not affected.)
 
 These reproduce the hand-written linear (y² − 2ym + m²) and logistic (log 2 + (½ − y)m +
 m²/8) cases exactly — :func:`squared_loss` and :func:`logistic_loss` — and extend to any
@@ -168,7 +171,8 @@ class PolynomialLoss:
         if self._is_set():
             values = [float(expr.subs(self.label, v)) for v in self.labels]
             return min(values), max(values)
-        lo, hi = (sympy.nsimplify(v) for v in self.labels)
+        # exact endpoints: nsimplify may turn 1.4142135629 into √2, pulling a bound inward
+        lo, hi = (_exact(v) for v in self.labels)
         interval = sympy.Interval(lo, hi)
         if not expr.has(self.label):
             value = float(expr)
@@ -196,12 +200,16 @@ class PolynomialLoss:
                 value = high - low
             elif k == 1:
                 value = 2.0 * top
-            elif low >= 0 or high <= 0:
-                value = math.sqrt(2.0) * top
-            else:
-                value = max(high, 0.0) + max(-low, 0.0)
+            else:  # same signs at x ⟂ x′, or opposite signs at x′ = x (module docstring)
+                value = max(math.sqrt(2.0) * top, high - low)
             out[f"c{k}"] = value * x_bound**k
         return out
+
+
+def _exact(value: Any) -> Any:
+    """``value`` as a sympy number equal to it exactly (a simple form when that is exact)."""
+    exact, simple = sympy.Rational(value), sympy.nsimplify(value)
+    return simple if simple == exact else exact
 
 
 def squared_loss(y_bound: float = 1.0) -> PolynomialLoss:
