@@ -383,3 +383,37 @@ def test_label_bounds_are_taken_exactly_not_simplified_inward():
     bound = 1.4142135629
     loss = PolynomialLoss((Y - M) ** 2, labels=(-bound, bound))
     assert loss.sensitivities("add_remove")["c0"] >= bound**2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Abs(Y - M)",
+        "M**2 + M*gamma(Y + 2)",
+        "M**2 + M*besselj(0, 3*Y)",
+        "-Y*M",
+        "M**3 - Y*M",
+        "Piecewise((M**2, Y > 0), (M**2/2, True))",
+    ],
+)
+def test_losses_the_sympy_path_cannot_bound_get_named_errors(text):
+    """These raised raw NotImplementedError/TypeError/NameError from sympy or the generated
+    code, or "`second` must be positive" for a loss without a quadratic term."""
+    import sympy
+
+    from dpledger.algorithms.polynomial import M, PolynomialLoss, Y
+
+    expression = sympy.sympify(text, locals={"Y": Y, "M": M})
+    with pytest.raises(dpl.InvalidArgumentError, match="loss"):
+        loss = PolynomialLoss(expression, labels=(-1.0, 1.0))
+        loss.sensitivities("replace_one")
+
+
+def test_too_many_features_for_sufficient_statistics_are_refused_before_any_work():
+    """d = 20,000 raised a raw MemoryError (3 GiB per d×d array) or ran for hours."""
+    ledger = dpl.Ledger(1.0, 1e-5, adjacency="replace_one")
+    X = np.zeros((2, 5000))
+    with pytest.raises(dpl.InvalidArgumentError, match="columns"):
+        FMLinearRegression(epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0,
+                           adjacency="replace_one", ledger=ledger).fit(X, np.zeros(2))  # fmt: skip
+    assert ledger.receipts == ()

@@ -152,6 +152,10 @@ def _block_statistics(
     return moments(Xt, yt)
 
 
+MAX_FEATURES = 4096
+"""The most columns a sufficient-statistics estimator takes (XᵀX: 128 MiB per copy)."""
+
+
 def sufficient_statistics(
     X: Any, y: Any, transform: Transform, *, moments: Moments = gram
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -161,6 +165,15 @@ def sufficient_statistics(
     clipping to declared bounds: a row's result never depends on other rows), and so
     must ``moments`` be (a sum of per-row terms, e.g. weighted moments Σ sᵢx̃ᵢx̃ᵢᵀ).
     """
+    features = int(X.shape[1]) if len(getattr(X, "shape", ())) == 2 else 0
+    if features > MAX_FEATURES:
+        raise InvalidArgumentError(
+            f"`X` has {features:,} columns: XᵀX would hold {features:,}² floats "
+            f"({8 * features**2 / 2**30:.1f} GiB per copy, several copies, and an O(d³) "
+            f"factorisation). Sufficient-statistics estimators take at most "
+            f"{MAX_FEATURES:,} columns; reduce the dimension first (public projections or "
+            "feature selection on public data)."
+        )
     if is_dask(X) or is_dask(y):
         return _dask_statistics(X, y, transform, moments)
     d = None

@@ -160,11 +160,13 @@ def _clip_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
 
 
 def _enforce_unit_norm(Xs: np.ndarray) -> None:
-    """Shrink, in place, the rows whose computed norm exceeds 1 by rounding."""
-    squares = np.einsum("ij,ij->i", Xs, Xs)
-    over = squares > 1.0
-    if over.any():
-        Xs[over] /= (np.sqrt(squares[over]) * (1.0 + 2.0**-50))[:, None]
+    """Shrink, in place, the rows whose *exact* norm could exceed 1 by rounding.
+
+    :func:`_clip_rows` with bound 1: every row's exact norm is ≤ 1 afterwards (before, a
+    row's computed norm was brought to ≤ 1, and its exact norm could still exceed 1 by
+    2e-16, beyond the sensitivities without slack under ``safe_noise=False``).
+    """
+    Xs[...] = _clip_rows(Xs, 1.0, "l2")
 
 
 def _scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:

@@ -124,6 +124,34 @@ class PolynomialLoss:
             for k in range(3)
         )
         object.__setattr__(self, "_g", g)
+        if g[2] == 0:
+            raise InvalidArgumentError(
+                f"the loss {expr} has no quadratic term in the margin at {point!r}: the "
+                "functional mechanism's objective would be linear, with no minimiser. Use a "
+                "loss with curvature there (or expand at another point)."
+            )
+        probe = (
+            np.array(sorted(float(v) for v in self.labels))
+            if self._is_set()
+            else np.linspace(float(self.labels[0]), float(self.labels[1]), 5)
+        )
+        for gk, f in zip(g, self.functions(), strict=True):
+            try:
+                with np.errstate(all="ignore"):
+                    probed = f(probe)
+                finite = bool(np.all(np.isfinite(probed)))
+            except Exception as error:
+                raise InvalidArgumentError(
+                    f"the coefficient {gk} of the loss {expr} cannot be evaluated numerically "
+                    f"({type(error).__name__}: {error}); the loss must be smooth at the "
+                    "expansion point (no Abs, Max, Piecewise) and built from functions numpy "
+                    "or scipy provide."
+                ) from None
+            if not finite:
+                raise InvalidArgumentError(
+                    f"the coefficient {gk} of the loss {expr} is not finite on the label "
+                    f"domain {self.labels!r}."
+                )
 
     # -- the expansion ------------------------------------------------------------------
 
@@ -151,7 +179,7 @@ class PolynomialLoss:
         """The gₖ as numpy functions of y (``sympy.lambdify``)."""
         out = []
         for gk in self._g:
-            f = sympy.lambdify(self.label, gk, modules="numpy")
+            f = sympy.lambdify(self.label, gk, modules=["scipy", "numpy"])
             out.append(lambda y, f=f: np.broadcast_to(np.asarray(f(y), dtype=float), np.shape(y)))
         return tuple(out)
 
@@ -167,7 +195,25 @@ class PolynomialLoss:
     # -- sensitivities -------------------------------------------------------------------
 
     def _range(self, expr: Any) -> tuple[float, float]:
-        """(inf, sup) of ``expr`` over the label domain."""
+        """(inf, sup) of ``expr`` over the label domain (a named error if sympy cannot)."""
+        try:
+            low, high = self._range_of(expr)
+        except (NotImplementedError, TypeError, ValueError, OverflowError) as error:
+            raise InvalidArgumentError(
+                f"cannot bound the coefficient {expr} of the loss {self.expression} over the "
+                f"label domain {self.labels!r} ({type(error).__name__}: {error}). The loss "
+                "must be smooth at margin 0 with coefficients bounded, and sympy must find "
+                "their extremes on the labels (declare a finite label set, or simplify)."
+            ) from None
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise InvalidArgumentError(
+                f"the coefficient {expr} of the loss {self.expression} is unbounded on the "
+                f"label domain {self.labels!r} (range [{low}, {high}]): its sensitivity "
+                "would be infinite."
+            )
+        return low, high
+
+    def _range_of(self, expr: Any) -> tuple[float, float]:
         if self._is_set():
             values = [float(expr.subs(self.label, v)) for v in self.labels]
             return min(values), max(values)
