@@ -548,3 +548,15 @@ def test_rdp_ledger_guarantee_is_valid():
     assert acc.epsilon(step * n, 1e-5, method="rdp") <= 3.0
     assert ledger.spent[0] <= 3.0
     assert math.isfinite(ledger.spent[0])
+
+
+def test_a_basic_ledger_refusing_gaussian_noise_says_why_and_what_to_do():
+    """An auto ledger whose first release was a pure-DP spend chooses 'basic', which cannot
+    charge a Gaussian: the refusal names the accountant and the way out (helper-28 saw an
+    FM fit fail with only "method 'basic' cannot account for DiscreteGaussian")."""
+    ledger = dpl.Ledger(0.5, 1e-5)
+    ledger.spend(epsilon=0.2, delta=0.0)
+    assert ledger.accountant == "basic"
+    with pytest.raises(dpl.NotApplicableError, match="accountant='zcdp'"):
+        ledger.spend(ev.Gaussian(sigma=50.0))
+    assert len(ledger.receipts) == 1

@@ -475,7 +475,15 @@ class BasicFilter(Filter):
 
     def charge(self, event: ev.Event) -> Charge:
         """(ε, δ) of the release (basic composition inside it)."""
-        summary = BasicAccountant.summarize(event)
+        try:
+            summary = BasicAccountant.summarize(event)
+        except NotApplicableError as error:
+            raise NotApplicableError(
+                f"this ledger's accountant is 'basic' (chosen at its first release, or "
+                f"declared), which charges only releases with a fixed (ε, δ); {error} "
+                "Charge Gaussian noise to a ledger created with accountant='zcdp' (or 'rdp'"
+                ", 'gdp'), or whose first release is Gaussian; nothing was recorded."
+            ) from None
         return (summary.total_epsilon, summary.total_delta)
 
     def limit(self) -> Charge:
