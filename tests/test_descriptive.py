@@ -214,3 +214,25 @@ def test_missing_values_are_refused_not_read_as_zero(query):
     with pytest.raises(dpl.InvalidArgumentError, match="NaN"):
         getattr(alg, query)(data, bounds=(0, 10), ledger=ledger, share=0.5)
     assert ledger.receipts == ()
+
+
+@pytest.mark.parametrize(
+    ("data", "kwargs"),
+    [
+        (np.ones((10, 3)), {"edges": [0, 1, 2]}),
+        (pd.DataFrame({"a": [0.5, 1.5], "b": [0.5, 0.5]}), {"edges": [0, 1, 2]}),
+        ([[1], [2]], {"categories": [1, 2]}),
+        (5.0, {"edges": [0, 1]}),
+        (["a", "b"], {"edges": [0, 1]}),
+        (["a", "b"], {"categories": "ab"}),
+        (["a", "b"], {"categories": [["a"]]}),
+    ],
+)
+def test_histogram_takes_one_value_per_record_and_names_bad_input(data, kwargs):
+    """A 2-D input was binned cell by cell: one record moved up to c counts while the
+    charge assumed one (L1 2, L2 √2 under replace-one). Refused, as are strings to bin by
+    edges, a string or unhashable `categories` (raw errors before); nothing charged."""
+    ledger = dpl.Ledger(5.0, 0.0)
+    with pytest.raises(dpl.DPLedgerError, match=r"`(data|categories)`"):
+        alg.histogram(data, ledger=ledger, share=0.1, **kwargs)
+    assert ledger.receipts == ()

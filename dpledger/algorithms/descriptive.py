@@ -567,6 +567,12 @@ def histogram(
             f"`ledger` must be a dpledger.Ledger. Found {type(ledger).__name__}."
         )
     raw = data.to_numpy() if hasattr(data, "to_numpy") else np.asarray(data, dtype=object)
+    if np.ndim(raw) != 1:
+        raise InvalidArgumentError(
+            "`data` must be one value per record (1-D: an array, list or Series). Found shape "
+            f"{np.shape(raw)}: with several values per record one record would move several "
+            "counts, beyond the sensitivity charged; call histogram once per column."
+        )
     index: Any
     if edges is not None:
         try:
@@ -579,7 +585,12 @@ def histogram(
             )
         if not np.all(np.isfinite(bounds)):
             raise InvalidArgumentError(f"`edges` must be finite. Found {edges!r}.")
-        values = np.asarray(raw, dtype=float)
+        try:
+            values = np.asarray(raw, dtype=float)
+        except (TypeError, ValueError) as error:
+            raise InvalidArgumentTypeError(
+                "`data` must be numbers to bin by `edges` (use `categories` for labels)."
+            ) from error
         inside = values[np.isfinite(values) & (values >= bounds[0]) & (values < bounds[-1])]
         counts = np.bincount(
             np.searchsorted(bounds, inside, side="right") - 1, minlength=bounds.size - 1
@@ -590,17 +601,29 @@ def histogram(
             else list(bounds[:-1])
         )
     else:
+        if isinstance(categories, (str, bytes)):
+            raise InvalidArgumentError(
+                f"`categories` must be a list of the declared labels. Found {categories!r}."
+            )
         keys = list(categories or [])
-        if not keys or len(set(keys)) != len(keys):
+        try:
+            position = {k: i for i, k in enumerate(keys)}
+        except TypeError:
+            raise InvalidArgumentTypeError(
+                f"`categories` must hold hashable labels. Found {categories!r}."
+            ) from None
+        if not keys or len(position) != len(keys):
             raise InvalidArgumentError(
                 f"`categories` must be distinct and non-empty. Found {categories!r}."
             )
-        position = {k: i for i, k in enumerate(keys)}
         counts = np.zeros(len(keys), dtype=np.int64)
-        for label in raw:
-            i = position.get(label)
-            if i is not None:
-                counts[i] += 1
+        try:
+            for label in raw:
+                i = position.get(label)
+                if i is not None:
+                    counts[i] += 1
+        except TypeError:
+            raise InvalidArgumentTypeError("`data` must hold hashable labels.") from None
         index = keys
     plan = _Plan(ledger, noise, share, epsilon, delta)
     l1, l2 = _count_sensitivity(ledger.adjacency)
