@@ -150,3 +150,15 @@ def test_a_diverging_ridge_step_is_refused_before_any_charge():
     model = NoisyGD(epsilon=1.0, delta=1e-5, x_bound=1, y_bound=1, adjacency="replace_one",
                     steps=5, learning_rate=1e300, ledger=ledger, rng=0).fit(X, y)  # fmt: skip
     assert len(ledger.receipts) == 5 and np.all(np.isfinite(model.coef_))
+
+
+def test_a_sampling_rate_of_one_is_full_batches_under_either_adjacency():
+    """rate 1 samples every row every step: the full-batch run (it was refused under
+    replace-one and with safe noise, with messages about Poisson sampling)."""
+    X = np.random.default_rng(1).normal(size=(40, 2)) / 3
+    y = np.clip(X[:, 0], -1, 1)
+    kw = dict(epsilon=1.0, delta=1e-5, x_bound=1, y_bound=1, adjacency="replace_one", steps=5)
+    full = NoisyGD(**kw, rng=3).fit(X, y)
+    one = NoisyGD(**kw, sampling_rate=1.0, rng=3).fit(X, y)
+    np.testing.assert_array_equal(full.coef_, one.coef_)
+    assert full.sigma_ == one.sigma_

@@ -119,6 +119,9 @@ class _NoisyGD(_SufficientStatisticsRegression):
         rate = self.sampling_rate
         if rate is not None:
             rate = check_probability("sampling_rate", rate, low_open=True, high_open=False)
+        if rate == 1.0:  # every row every step: full batches, under either adjacency
+            rate = None
+        if rate is not None:
             if adjacency != ev.ADD_REMOVE:
                 raise InvalidArgumentError(
                     "Poisson sampling is amplified under add/remove adjacency; declare "
@@ -129,8 +132,6 @@ class _NoisyGD(_SufficientStatisticsRegression):
                     "no accountant composes Poisson-sampled *discrete* Gaussians yet: use "
                     "safe_noise=False with sampling_rate, or full batches (sampling_rate=None)."
                 )
-            if rate == 1.0:
-                rate = None
         sensitivity = clip * (2.0 if adjacency == ev.REPLACE_ONE else 1.0)
         safe = bool(self.safe_noise)
 
