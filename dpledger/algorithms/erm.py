@@ -116,7 +116,7 @@ from dpledger._validation import (
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms.base import PrivateEstimator, Release, store_parameters
-from dpledger.algorithms.linear import BinaryClassifierOutputs, _scale_rows
+from dpledger.algorithms.linear import BinaryClassifierOutputs, _clip_rows, _scale_rows
 from dpledger.errors import DPLedgerError, InvalidArgumentError
 from dpledger.mechanisms import Gaussian, KNorm
 from dpledger.mechanisms.base import Mechanism, as_vector, warn_floating_point
@@ -822,19 +822,12 @@ class _ObjectiveNoise(Mechanism):
 
 
 def _clip_l1(Xs: np.ndarray, limit: float) -> None:
-    """Scale down, in place, the rows whose computed ℓ₁ norm exceeds ``limit``.
+    """Scale down, in place, the rows whose ℓ₁ norm may exceed ``limit``.
 
-    Entries are at most 1 in size (the rows are in the unit ball), so the sums cannot
-    overflow; a row still over by rounding after the first pass is shrunk once more.
+    The shared clip (:func:`~.linear._clip_rows`): every row's *exact* ℓ₁ norm is ≤
+    ``limit`` afterwards, whatever the number of columns.
     """
-    for _ in range(2):
-        norms = np.abs(Xs).sum(axis=1)
-        over = norms > limit
-        if not over.any():
-            return
-        Xs[over] *= (limit / norms[over] * (1.0 - 2.0**-50))[:, None]
-    if np.any(np.abs(Xs).sum(axis=1) > limit):  # pragma: no cover - two passes suffice
-        raise InvalidArgumentError("internal error: a row stayed outside `x_l1_bound`.")
+    Xs[...] = _clip_rows(Xs, limit, "l1")
 
 
 class _ERM(PrivateEstimator):
