@@ -185,3 +185,22 @@ def test_noise_beyond_the_float_range_is_refused_at_construction(make):
     anything is charged or drawn."""
     with pytest.raises(dpl.InvalidArgumentError, match=r"2\*\*1000"):
         make()
+
+
+@pytest.mark.parametrize(
+    ("make", "epsilon", "delta"),
+    [
+        (lambda s: mechanisms.Gaussian(s, 2e302), 1000.0, 1e-5),
+        (lambda s: mechanisms.Laplace(s, 2e302), 100.0, 0.0),
+    ],
+)
+def test_calibrations_probe_past_noise_too_small_to_have_a_guarantee(make, epsilon, delta):
+    """A probe at the initial noise (σ = 1 for Δ = 2e302) is refused for its overflowing
+    ratio; the calibration must move on, not fail (helper-30: calibrate.mechanism and
+    Ledger.calibrate failed where the old code returned σ ≈ 5e300)."""
+    for found in (
+        calibrate.mechanism(make, epsilon=epsilon, delta=delta),
+        dpl.Ledger(epsilon, delta).calibrate(make),
+    ):
+        event = found.event
+        assert accountant.epsilon(event, delta) <= epsilon * (1 + 1e-9)

@@ -220,6 +220,28 @@ class _State:
     total: Total
 
 
+def _shape(event_of: Callable[[float], ev.Event], initial: float) -> ev.Event:
+    """The release's event at ``initial`` noise, or at the least 2ᵏ multiple that has one.
+
+    Which filter handles a release depends on its kind, not its noise, so a probe at too
+    little noise (an overflowing Δ/σ) must not end a calibration.
+    """
+    from dpledger.errors import CalibrationError
+
+    p = initial
+    while True:
+        try:
+            return event_of(p)
+        except UnboundedLossError:
+            if p > 2.0**1000:
+                raise CalibrationError(
+                    "no noise the mechanisms take (up to 2**1000 ≈ 1.1e301) gives this "
+                    "release a finite guarantee; rescale the statistic.",
+                    bracket=(initial, p),
+                ) from None
+            p *= 2.0
+
+
 def _solve_noise(accepted: Callable[[float], tuple[bool, float]], initial: Any, what: str) -> float:
     """The smallest noise p with ``accepted(p)[0]`` (``accepted(p)[1]``: a continuous gap)."""
     from dpledger._solve import NoSafeValueError, smallest_satisfying
@@ -238,9 +260,10 @@ def _solve_noise(accepted: Callable[[float], tuple[bool, float]], initial: Any, 
     hi = start
     while excess(hi) > 0:
         hi *= 2.0
-        if hi > 1e300:
+        if hi > 2.0**1000:  # the mechanisms' largest noise scale
             raise CalibrationError(
-                f"no {what} up to 1e300 fits this ledger's budget.", bracket=(start, hi)
+                f"no {what} up to 2**1000 ≈ 1.1e301 fits this ledger's budget.",
+                bracket=(start, hi),
             )
     lo = hi / 2.0
     while lo > 1e-300 and excess(lo) <= 0:
@@ -850,7 +873,7 @@ class Ledger:
                 p, chosen = self._auto_calibration(state.filter, solve_in, event_of, initial, count)
                 self._pending = chosen  # the first spend records this choice
                 return factory(p)
-            filt, total = self._handler(state, event_of(initial))
+            filt, total = self._handler(state, _shape(event_of, initial))
             return factory(solve_in(filt, total))
 
     def _auto_calibration(
@@ -874,7 +897,7 @@ class Ledger:
         if not found and self.delta > 0:
             # only Rényi DP accounts for it: the order where the workload fits best,
             # re-chosen once at the calibrated noise (each solve is at a fixed order)
-            order = RDPFilter.order_for(self.epsilon, self.delta, event_of(initial) * count)
+            order = RDPFilter.order_for(self.epsilon, self.delta, _shape(event_of, initial) * count)
             first = RDPFilter(self.epsilon, self.delta, order)
             p = solve_in(first, first.zero())
             found.append((p, 0, first))
@@ -883,7 +906,7 @@ class Ledger:
             found.append((solve_in(second, second.zero()), 1, second))
         if not found:
             raise NotApplicableError(
-                f"no filter of this ledger can account for {event_of(initial)!r}."
+                f"no filter of this ledger can account for {_shape(event_of, initial)!r}."
             )
         p, _, chosen = min(found, key=lambda item: (item[0], item[1]))
         return p, chosen

@@ -32,7 +32,7 @@ from dpledger._numerics import round_up
 from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
-from dpledger.errors import InvalidArgumentError
+from dpledger.errors import InvalidArgumentError, UnboundedLossError
 from dpledger.mechanisms._exact import discrete_gaussian, discrete_laplace
 from dpledger.mechanisms._rng import resolve_rng
 from dpledger.mechanisms.base import Mechanism, as_vector, warn_floating_point
@@ -93,6 +93,30 @@ def _grid_sensitivity(sensitivity: float, granularity: float, dimension: int, no
     return round_up(float(units) + math.sqrt(dimension))
 
 
+def _integers(values: list[int]) -> np.ndarray:
+    """Exact integer noise as an array: int64 when every |v| < 2⁶², else Python ints.
+
+    Never float: ``np.array`` of Python ints turns the whole array into float64 as soon
+    as one value reaches 2⁶³, and rounded noise leaks the input (Mironov 2012).
+    """
+    if all(-_INT64_SAFE < v < _INT64_SAFE for v in values):
+        return np.array(values, dtype=np.int64)
+    return np.array(values, dtype=object)
+
+
+def _add_exact(vector: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """``vector + noise`` for integer arrays, exactly (no int64 wrap-around, no float)."""
+    if (
+        noise.dtype != object
+        and vector.dtype != object
+        and np.all(np.abs(vector.astype(float)) < _INT64_SAFE)
+    ):
+        return np.asarray(vector.astype(np.int64) + noise.astype(np.int64))
+    return np.array(
+        [int(a) + int(b) for a, b in zip(vector.reshape(-1), noise, strict=True)], dtype=object
+    )
+
+
 def _release_on_grid(value: np.ndarray, granularity: float, noise: np.ndarray) -> np.ndarray:
     """⌊value/γ⌋ + noise summed *exactly* in integers, then scaled back by γ.
 
@@ -101,6 +125,8 @@ def _release_on_grid(value: np.ndarray, granularity: float, noise: np.ndarray) -
     touches the noise before it is added and large statistics (a sum of 10⁵ values near
     10⁶ at noise 1) need no coarser grid. Only a release beyond the float range is refused.
     """
+    if noise.dtype.kind not in "iuO":  # float noise would be rounded before the sum
+        raise InvalidArgumentError("internal error: grid noise must be exact integers.")
     grid = np.floor(value / granularity)
     if not np.all(np.isfinite(grid)):
         raise InvalidArgumentError(
@@ -155,7 +181,7 @@ class _GridMechanism(Mechanism):
         self.granularity = _check_granularity(granularity, self._noise, self._noise_name)
         units = Fraction(self.sensitivity) / Fraction(self.granularity)
         if self.safe and units > Fraction(sys.float_info.max) / 2:
-            raise InvalidArgumentError(
+            raise UnboundedLossError(
                 f"`sensitivity` = {self.sensitivity!r} is beyond the float range in steps of "
                 f"the release grid (granularity {self.granularity!r}, from "
                 f"`{self._noise_name}` = {self._noise!r}): noise this small for this "
@@ -251,7 +277,7 @@ class Laplace(_GridMechanism):
 
     def _draw_grid(self, size: int, rng: np.random.Generator) -> np.ndarray:
         t = Fraction(self.scale) / Fraction(self.granularity)
-        return np.array([discrete_laplace(t, rng) for _ in range(size)])
+        return _integers([discrete_laplace(t, rng) for _ in range(size)])
 
     def _draw_float(self, size: int, rng: np.random.Generator) -> np.ndarray:
         return rng.laplace(0.0, self.scale, size)
@@ -308,7 +334,7 @@ class Gaussian(_GridMechanism):
 
     def _draw_grid(self, size: int, rng: np.random.Generator) -> np.ndarray:
         s = Fraction(self.sigma) / Fraction(self.granularity)
-        return np.array([discrete_gaussian(s * s, rng) for _ in range(size)])
+        return _integers([discrete_gaussian(s * s, rng) for _ in range(size)])
 
     def _draw_float(self, size: int, rng: np.random.Generator) -> np.ndarray:
         return rng.normal(0.0, self.sigma, size)
@@ -346,8 +372,8 @@ class DiscreteLaplace(Mechanism):
         vector = as_vector(value, self.dimension, integer=True)
         generator = resolve_rng(rng)
         t = Fraction(self.scale)
-        noise = np.array([discrete_laplace(t, generator) for _ in range(vector.size)])
-        return _shape_like(vector + noise, value)
+        noise = _integers([discrete_laplace(t, generator) for _ in range(vector.size)])
+        return _shape_like(_add_exact(vector, noise), value)
 
 
 class DiscreteGaussian(Mechanism):
@@ -382,8 +408,8 @@ class DiscreteGaussian(Mechanism):
         vector = as_vector(value, self.dimension, integer=True)
         generator = resolve_rng(rng)
         s = Fraction(self.sigma)
-        noise = np.array([discrete_gaussian(s * s, generator) for _ in range(vector.size)])
-        return _shape_like(vector + noise, value)
+        noise = _integers([discrete_gaussian(s * s, generator) for _ in range(vector.size)])
+        return _shape_like(_add_exact(vector, noise), value)
 
 
 __dir__ = namespace(__all__)
