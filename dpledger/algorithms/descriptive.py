@@ -31,12 +31,13 @@ releases.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpledger._numerics import sqrt_up
+from dpledger._numerics import float_up, sqrt_up
 from dpledger._public import namespace
 from dpledger._validation import check_choice, check_positive, check_probability, check_real
 from dpledger.accountant import events as ev
@@ -348,18 +349,28 @@ def _sum_sensitivity(bounds: list[Bounds], adjacency: str, grouped: bool) -> tup
     changes *two* cells by −v and +v′: L1 Σ 2m, L2 √2·‖m‖ (as a group count moves by 2
     in L1, √2 in L2). The sensitivity is the larger of the two cases.
     """
-    top = [max(abs(lo), abs(hi)) for lo, hi in bounds]
+    # exact rationals, rounded up once: hi − lo and the sums never fall an ulp short
+    top = [max(abs(Fraction(lo)), abs(Fraction(hi))) for lo, hi in bounds]
+    within = [Fraction(hi) - Fraction(lo) for lo, hi in bounds]
 
-    def l2_of(per: list[float], times: float = 1.0) -> float:
-        return sqrt_up(math.fsum(times * p * p for p in per))
+    def total(terms: Iterable[Fraction]) -> Fraction:
+        out = Fraction(0)  # (this module's `sum` is the private sum query)
+        for term in terms:
+            out += term
+        return out
+
+    def l1_of(per: list[Fraction], times: int = 1) -> float:
+        return float_up(times * total(per))
+
+    def l2_of(per: list[Fraction], times: int = 1) -> float:
+        return sqrt_up(float_up(times * total(p * p for p in per)))
 
     if adjacency == ev.ADD_REMOVE:
-        return math.fsum(top), l2_of(top)
-    within = [hi - lo for lo, hi in bounds]
+        return l1_of(top), l2_of(top)
     if not grouped:
-        return math.fsum(within), l2_of(within)
-    moved = [2.0 * m for m in top]  # L1: −v in one group, +v′ in another
-    return max(math.fsum(within), math.fsum(moved)), max(l2_of(within), l2_of(top, 2.0))
+        return l1_of(within), l2_of(within)
+    # grouped: also −v in one group and +v′ in another (L1 Σ2m, L2 √2·‖m‖)
+    return max(l1_of(within), l1_of(top, 2)), max(l2_of(within), l2_of(top, 2))
 
 
 def _count_sensitivity(adjacency: str) -> tuple[float, float]:
