@@ -126,6 +126,24 @@ def _bounds(bounds: Any, names: list[Any] | None, width: int) -> list[Bounds]:
     return out
 
 
+def _declared_labels(name: str, labels: Any) -> tuple[list[Any], dict[Any, int]]:
+    """The declared labels (groups, categories) and each one's position; named errors."""
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+        raise InvalidArgumentError(
+            f"`{name}` must be a list of the declared labels. Found {labels!r}."
+        )
+    keys = list(labels)
+    try:
+        position = {key: i for i, key in enumerate(keys)}
+    except TypeError:
+        raise InvalidArgumentTypeError(
+            f"`{name}` must hold hashable labels. Found {labels!r}."
+        ) from None
+    if not keys or len(position) != len(keys):
+        raise InvalidArgumentError(f"`{name}` must be distinct and non-empty. Found {labels!r}.")
+    return keys, position
+
+
 def _groups(
     by: Any, groups: Any, n: int, index: Any = None
 ) -> tuple[np.ndarray | None, list[Any] | None]:
@@ -143,19 +161,7 @@ def _groups(
             "`by` needs `groups`: the declared list of groups. Which groups exist must not "
             "be read from the data (it would leak), so it is declared like a bound."
         )
-    if isinstance(groups, (str, bytes)) or np.ndim(groups) != 1:
-        raise InvalidArgumentError(
-            f"`groups` must be a list of the declared group labels. Found {groups!r}."
-        )
-    keys = list(groups)
-    try:
-        position = {key: i for i, key in enumerate(keys)}
-    except TypeError:
-        raise InvalidArgumentTypeError(
-            f"`groups` must hold hashable labels. Found {groups!r}."
-        ) from None
-    if not keys or len(position) != len(keys):
-        raise InvalidArgumentError(f"`groups` must be distinct and non-empty. Found {groups!r}.")
+    keys, position = _declared_labels("groups", groups)
     pd = _pandas()
     if (
         pd is not None
@@ -612,21 +618,7 @@ def histogram(
             else list(bounds[:-1])
         )
     else:
-        if isinstance(categories, (str, bytes)):
-            raise InvalidArgumentError(
-                f"`categories` must be a list of the declared labels. Found {categories!r}."
-            )
-        keys = list(categories or [])
-        try:
-            position = {k: i for i, k in enumerate(keys)}
-        except TypeError:
-            raise InvalidArgumentTypeError(
-                f"`categories` must hold hashable labels. Found {categories!r}."
-            ) from None
-        if not keys or len(position) != len(keys):
-            raise InvalidArgumentError(
-                f"`categories` must be distinct and non-empty. Found {categories!r}."
-            )
+        keys, position = _declared_labels("categories", categories)
         counts = np.zeros(len(keys), dtype=np.int64)
         try:
             for label in raw:
