@@ -572,6 +572,28 @@ def test_subsampled_thresholds_past_the_float_range_against_mpmath():
             assert abs(inverse[i] - (v + mu * mu / 2) / mu) <= 1e-13 * v
 
 
+@pytest.mark.parametrize("rate", [1e-300, 1e-6, 0.5, 0.999])
+def test_subsampled_loss_past_the_float_range_against_mpmath(rate):
+    """log(1 − γ + γe^v), the subsampled pair's loss, for v beyond 709 (expm1 overflows):
+    finite and exact, without a RuntimeWarning (it was ∞, with an overflow warning that
+    reached users of NoisyGD at small sampling rates); unchanged below."""
+    import warnings
+
+    mu = 30.0
+    x = np.array([-40.0, 0.0, 15.0, 38.0, 38.7, 40.0, 60.0, 1e3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        remove = GaussianPair(mu).subsampled_monotone(rate, "remove").loss(x)
+        single = GaussianPair(mu).subsampled_monotone(rate, "remove").loss(np.float64(40.0))
+    with mpmath.workdps(40):
+        g = mpmath.mpf(rate)
+        for value, point in zip(remove.tolist(), x.tolist(), strict=True):
+            v = mu * mpmath.mpf(point) - mpmath.mpf(mu) ** 2 / 2
+            exact = mpmath.log1p(g * mpmath.expm1(v))
+            assert abs(value - exact) <= 1e-14 * abs(exact), (point, value)
+    assert float(single) == remove[5]
+
+
 @pytest.mark.parametrize("rate", [1e-300, 1e-10, 1e-3, 0.3, 0.5, 0.7, 1 - 2**-53, 1.0])
 def test_mixture_threshold_against_mpmath(rate):
     """v = log((e^s − 1 + γ)/γ), the subsampled pair's threshold, within a few u of its

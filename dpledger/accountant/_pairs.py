@@ -178,7 +178,15 @@ class GaussianPair(Pair):
         mu, g = self.mu, rate
 
         def mixed(x: np.ndarray) -> np.ndarray:
-            return np.asarray(np.log1p(g * np.expm1(mu * x - mu * mu / 2)))
+            v = np.asarray(mu * x - mu * mu / 2, dtype=float)
+            with np.errstate(over="ignore"):
+                out = np.array(np.log1p(g * np.expm1(v)), dtype=float)
+            # beyond v ≈ 709 expm1 overflows: there 1 − γ + γe^v = γe^v(1 + (1 − γ)e^{−v}/γ)
+            far = v > 700.0
+            if np.any(far):
+                vf = v[far]
+                out[far] = vf + math.log(g) + np.log1p((1.0 - g) * np.exp(-vf) / g)
+            return np.asarray(out)
 
         def v_of(s: np.ndarray) -> np.ndarray:
             # the v with log(1 − γ + γe^v) = s; −inf where s ≤ log(1 − γ)
