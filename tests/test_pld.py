@@ -137,6 +137,71 @@ def test_one_dimensional_discrete_gaussian_is_exact(sigma, shift, count):
         acc.epsilon(ev.DiscreteGaussian(sigma, shift) * count, 1e-6, method="pld")
 
 
+def _discrete_gaussian_delta(sigma: float, shift: int, epsilon: float) -> mpmath.mpf:
+    """δ(ε) of N_Z(0, σ²) vs N_Z(shift, σ²), both orders, by direct enumeration over
+    ±(60σ + shift) in 80 digits (independent of the library; the rest is < e^{-1800})."""
+    with mpmath.workdps(80):
+        s2 = 2 * mpmath.mpf(sigma) ** 2
+        half = int(60 * sigma) + shift + 1
+        xs = range(-half, half + 1)
+        weights = [mpmath.e ** (-mpmath.mpf(x * x) / s2) for x in xs]
+        shifted = [mpmath.e ** (-mpmath.mpf((x - shift) ** 2) / s2) for x in xs]
+        norm = mpmath.fsum(weights)
+        e = mpmath.e ** mpmath.mpf(epsilon)
+        one = mpmath.fsum(max(0, (p - e * q) / norm) for p, q in zip(weights, shifted, strict=True))
+        two = mpmath.fsum(max(0, (q - e * p) / norm) for p, q in zip(weights, shifted, strict=True))
+        return max(one, two)
+
+
+@pytest.mark.parametrize(("sigma", "shift"), [(0.5, 1), (2.0, 1), (3.0, 2), (7.3, 1)])
+def test_one_discrete_gaussian_upper_bound_keeps_its_far_tail(sigma, shift):
+    """The dominating 1-D pair left out atoms below 1e-30 of the mode and everything past
+    ±(12σ + shift + 1) — valid for the lower bound only. For the upper one that mass now
+    goes to loss +∞. Before: δ̄(10) = 0 at σ = 2 (exactly 3.2e-89), and ε(1e-40) = 5.875
+    where δ(5.875) is 1.1e-34."""
+    event = ev.DiscreteGaussian(sigma, shift, dimension=1)
+    far = 4.0 * shift * shift / (2 * sigma * sigma) + 6.0  # past the losses of the mode
+    for epsilon in (far, far + 20.0):
+        exact = _discrete_gaussian_delta(sigma, shift, epsilon)
+        assert acc.delta(event, epsilon, method="pld") >= exact
+        assert acc.delta(event, epsilon) >= exact
+    for delta in (1e-12, 1e-35, 1e-45, 1e-100):
+        for method in ("pld", "auto"):
+            try:
+                epsilon = acc.epsilon(event, delta, method=method)
+            except NotApplicableError:
+                continue
+            if math.isfinite(epsilon):
+                assert _discrete_gaussian_delta(sigma, shift, epsilon) <= delta, (method, delta)
+
+
+def test_one_release_is_its_own_composition(monkeypatch):
+    """A single release is not sent through the FFT (the transform and its recomputed low
+    frequencies cost ~0.3 s per query for one discrete Gaussian at ε = 10, and count()
+    with noise="gaussian" took 12 s to calibrate); its bounds still bracket the exact δ."""
+    from dpledger.accountant.pld import _composition
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a single release was transformed")
+
+    monkeypatch.setattr(_composition.sp_fft, "rfft", refuse)
+    for sigma, epsilon in ((1.0, 1.0), (0.3, 10.0), (1.0, 3.0)):
+        event = ev.Gaussian(sigma)
+        summary = acc.pld.PLDAccountant.summarize(event)
+        lower, upper = summary.delta_bounds(epsilon)
+        exact = ref.gaussian_delta(epsilon, 1 / sigma)
+        assert lower <= exact <= upper <= exact * (1 + 1e-6)
+    event = ev.DiscreteGaussian(0.3873, 1, dimension=1)
+    lower, upper = acc.pld.PLDAccountant.summarize(event).delta_bounds(10.0)
+    exact = _discrete_gaussian_delta(0.3873, 1, 10.0)
+    assert lower <= exact <= upper <= exact * (1 + 1e-6)
+    monkeypatch.undo()
+    # two releases are composed as before
+    assert acc.delta(ev.Gaussian(1.0) * 2, 1.0, method="pld") >= ref.gaussian_delta(
+        1.0, math.sqrt(2)
+    )
+
+
 @pytest.mark.parametrize(("scale", "shift", "count"), [(2.0, 3, 5), (1.0, 1, 20), (5.0, 2, 50)])
 def test_one_dimensional_discrete_laplace_is_exact(scale, shift, count):
     exact = float(ref.discrete_laplace_epsilon(scale, shift, count, 1e-6))

@@ -195,6 +195,35 @@ def test_zero_delta_gives_infinite_epsilon_for_gaussian():
     assert acc.epsilon(ev.Gaussian(1.0), 0.0, method="rdp") == math.inf
 
 
+@pytest.mark.parametrize(
+    "event",
+    [
+        ev.Gaussian(0.5),
+        ev.DiscreteGaussian(2.0, 1.0, dimension=1),
+        ev.PoissonSampled(ev.Gaussian(0.5), 0.01),
+        ev.Gaussian(1.0) * 3,
+    ],
+)
+def test_delta_below_the_float_range_is_never_reported_as_zero(event):
+    """δ(ε) of a release that is not pure DP is positive at every finite ε. Where it falls
+    below the smallest float, every method reports that float (GDP and PLD did; RDP,
+    zCDP and mCDP returned 0, so "auto" claimed (200, 0)-DP for a Gaussian of σ = 0.5).
+    The exact δ is checked positive independently (mpmath, Gaussian closed form)."""
+    with mpmath.workdps(50):
+        mu = mpmath.mpf(2)
+        exact = mpmath.ncdf(-200 / mu + mu / 2) - mpmath.e**200 * mpmath.ncdf(-200 / mu - mu / 2)
+    assert exact > 0  # σ = 0.5: ≈ 1e-2175, far below 5e-324
+    for method in ("auto", "rdp", "zcdp", "mcdp", "gdp", "pld"):
+        try:
+            value = acc.delta(event, 200.0, method=method)
+        except NotApplicableError:
+            continue
+        assert value > 0.0, method
+    # pure-DP releases keep δ = 0 beyond their ε (their bound does tend to 0)
+    assert acc.delta(ev.PureDP(1.0), 2.0, method="rdp") == 0.0
+    assert acc.delta(ev.Laplace(1.0) * 3, 200.0) == 0.0
+
+
 @pytest.mark.parametrize("q", [1 - 1e-16, 1 - 1e-9, 0.999])
 @pytest.mark.parametrize("alpha", [1.0001, 1.7, 12.5])
 def test_poisson_gaussian_rate_near_one_terminates_and_is_bounded(q, alpha):

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from dpledger._numerics import round_up
+
 __all__ = [
     "AtomsPair",
     "CellMeasure",
@@ -363,7 +365,8 @@ class AtomsPair(Pair):
         out = np.empty_like(eps)
         for i, e in enumerate(eps.ravel()):
             j = int(np.searchsorted(self.losses, e, side="right"))
-            out.ravel()[i] = np.sum(self.p[j:] * -np.expm1(e - self.losses[j:]))
+            finite = np.sum(self.p[j:] * -np.expm1(e - self.losses[j:]))
+            out.ravel()[i] = self.infinite_mass + finite
         return np.asarray(np.clip(out, 0.0, 1.0))
 
     def p_at_least(self, t: np.ndarray) -> np.ndarray:
@@ -375,13 +378,20 @@ class AtomsPair(Pair):
         return np.asarray(self._q_tail[j])
 
 
-def discrete_gaussian_pair(sigma: float, shift: int) -> AtomsPair | None:
+def discrete_gaussian_pair(
+    sigma: float, shift: int, *, dominating: bool = False
+) -> AtomsPair | None:
     """N_Z(0, σ²) vs N_Z(shift, σ²) on the integers (None if too wide to enumerate).
 
     The loss at x is ((x − s)² − x²)/(2σ²) = (s² − 2sx)/(2σ²). Like
     :func:`discrete_laplace_pair`, a one-dimensional integer shift is *attained*, so this
     pair gives lower bounds for the discrete Gaussian (Canonne, Kamath & Steinke 2020).
-    Atoms with P- and Q-mass below 1e-30 of the mode are left out (dropping mass lowers δ).
+    Atoms with P- and Q-mass below 1e-30 of the mode are left out, and so is everything
+    beyond ±(12σ + shift + 1): dropping mass lowers δ, which is valid for a lower bound
+    only. With ``dominating`` (for upper bounds) that P-mass goes to loss +∞ instead —
+    bounded from above, the tail by a geometric series — so every δ can only rise. (It
+    was dropped for upper bounds too: the PLD gave δ(10) = 0 for σ = 2, exactly
+    3.2e-89, and ε(1e-40) = 5.875 where the exact ε is 6.5.)
     """
     if shift <= 0:
         return AtomsPair([(0.0, 1.0, 1.0)])
@@ -400,7 +410,18 @@ def discrete_gaussian_pair(sigma: float, shift: int) -> AtomsPair | None:
     if not keep.any():
         return None
     losses = (shift * shift - 2 * shift * x[keep]) / (2 * sigma * sigma)
-    return AtomsPair.from_arrays(losses, p[keep], q[keep])
+    pair = AtomsPair.from_arrays(losses, p[keep], q[keep])
+    if dominating:
+        # P-mass beyond ±half, Σ_{|x|>half} e^{−x²/2σ²}/norm (the weights are e^{−x²/2σ²}
+        # with the mode 1 at x = 0, enumerated, so norm ≥ 1): a geometric series whose
+        # ratio is at most e^{−(2(half + 1) + 1)/2σ²}
+        two_s2 = 2 * sigma * sigma
+        first = math.exp(-((half + 1) ** 2) / two_s2)
+        tail = 2 * first / -math.expm1(-(2 * (half + 1) + 1) / two_s2) / norm
+        dropped = math.fsum(p[~keep].tolist())
+        # a relative margin for the rounding of the masses and of the sums
+        pair.infinite_mass = min(1.0, round_up((dropped + tail) * (1 + 1e-9)))
+    return pair
 
 
 def discrete_laplace_pair(scale: float, shift: int) -> AtomsPair | None:

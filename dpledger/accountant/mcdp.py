@@ -105,7 +105,9 @@ class MCDPSummary(Summary):
             return 1.0
         if self.tau_squared == 0:
             return 0.0
-        return min(1.0, round_up(math.exp(-((epsilon - self.mu) ** 2) / (2 * self.tau_squared))))
+        value = min(1.0, round_up(math.exp(-((epsilon - self.mu) ** 2) / (2 * self.tau_squared))))
+        # positive for τ > 0: below the smallest float it is reported as that float, not 0
+        return value if value > 0.0 or not math.isfinite(epsilon) else 5e-324
 
 
 def _pure(epsilon: float) -> MCDPSummary:

@@ -853,7 +853,26 @@ def rdp_to_delta(curve: Curve, epsilon: float) -> float:
         return (alpha - 1) * (r - epsilon) - math.log(alpha) + (alpha - 1) * math.log1p(-1 / alpha)
 
     _, value = _minimise_over_order(objective)
-    return min(1.0, round_up(math.exp(min(value, 0.0))))
+    delta = min(1.0, round_up(math.exp(min(value, 0.0))))
+    if delta == 0.0 and math.isfinite(value) and not _stays_below(curve, epsilon):
+        # the certificate exp(value) at this α is positive but below the smallest float,
+        # and the curve is not seen to stay below ε (a pure-DP curve, whose bound does
+        # tend to 0): report that float, never 0 (0 made "auto" return δ(200) = 0 for a
+        # Gaussian of σ = 0.5, a claim of (200, 0)-DP), as gdp_delta does
+        return 5e-324
+    return delta
+
+
+def _stays_below(curve: Curve, epsilon: float) -> bool:
+    """Whether R(α) ≤ ε at the largest order searched.
+
+    Then, R being non-decreasing, the RDP bound on δ(ε) tends to 0. False where the curve
+    cannot be evaluated there.
+    """
+    try:
+        return _safe_eval(curve, _MAX_ORDER) <= epsilon
+    except (ValueError, MemoryError, ArithmeticError):
+        return False
 
 
 class RDPAccountant(Accountant[RDPSummary]):

@@ -23,6 +23,7 @@ from dpledger._validation import (
 from dpledger.accountant import events as ev
 from dpledger.errors import (
     CalibrationError,
+    DPLedgerError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
     NotApplicableError,
@@ -206,7 +207,9 @@ def _anchor(
         anchor = solve(
             make_event, epsilon=epsilon, delta=delta, method="rdp", initial=initial, rtol=1e-3
         )
-    except (CalibrationError, NotApplicableError):
+    except (DPLedgerError, ArithmeticError):
+        # only a starting point: whatever keeps RDP from giving one, the caller's guess
+        # is used and the search itself reports any real failure
         return initial
     return anchor if math.isfinite(anchor) and anchor > 0 else initial
 

@@ -555,6 +555,23 @@ def _compose(
     ``workers``: the FFT's threads (scipy's ``workers``; −1: every core). The answer does
     not depend on it.
     """
+    if len(parts) == 1 and parts[0][1] == 1:
+        # One release is its own composition: its grid PLD, exactly, with no transform and
+        # so no rounding error to guard (nor a tilt to take: tilting only keeps the
+        # transform accurate). The FFT path spent ~0.3 s per query on a single discrete
+        # Gaussian at ε = 10 recomputing low frequencies of a window of 10⁶ points.
+        (d, _) = parts[0]
+        return _Composition.build(
+            d.start,
+            np.clip(d.masses, 0.0, None),
+            min(d.infinite, 1.0),
+            0.0,
+            0.0,
+            h,
+            (0.0, 0.0),
+            releases=1,
+            support_top=True,
+        )
     log_z_total = 0.0
     if tilt:
         tilted = []

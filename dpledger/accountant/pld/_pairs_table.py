@@ -87,7 +87,9 @@ def _discrete_laplace(atom: Any, kind: str) -> list[Pair]:
 
 def _discrete_gaussian(atom: Any, kind: str) -> list[Pair]:
     if kind == "lower" or atom.dimension == 1:
-        pair = discrete_gaussian_pair(atom.sigma, math.floor(atom.sensitivity))
+        pair = discrete_gaussian_pair(
+            atom.sigma, math.floor(atom.sensitivity), dominating=kind != "lower"
+        )
         if pair is not None:
             return [pair]
     raise _unsupported(atom)
