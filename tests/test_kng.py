@@ -517,6 +517,25 @@ def test_bad_arguments_are_named_and_charge_nothing(cls, extra, bad, match):
     assert ledger.receipts == ()
 
 
+@pytest.mark.parametrize("cls", [KNGQuantileRegression, ExponentialQuantileRegression])
+def test_mcmc_work_beyond_the_cap_is_refused_before_the_charge(cls):
+    """Each step evaluates the loss on every row: 64 chains × 10⁶ steps on 10⁴ rows of
+    two columns is 1.3e12 row-evaluations (hours), which ran until killed. It is refused
+    up front with the product named, and nothing is charged."""
+    from dpledger.algorithms.kng import MAX_MCMC_WORK
+
+    X, y = _data(n=10_000)
+    ledger = dpl.Ledger(1.0, 0.0)
+    model = _model(cls, QUICK, epsilon=1.0, ledger=ledger, rng=0).set_params(
+        chains=64, burn_in=500_000, samples=500_000
+    )
+    with pytest.raises(dpl.InvalidArgumentError, match="MAX_MCMC_WORK") as excinfo:
+        model.fit(X, y)
+    assert "64 × 1000000 × 10000" in str(excinfo.value)
+    assert ledger.receipts == ()
+    assert 64 * 10**6 * 10_000 * (X.shape[1] + 1) > MAX_MCMC_WORK
+
+
 def test_quantile_regression_refuses_dask_input():
     da = pytest.importorskip("dask.array")
     X, y = _data(n=50)

@@ -81,6 +81,7 @@ from dpledger.mechanisms.knorm import uniform_in_ball
 
 __all__ = [
     "MAX_MCMC_STEPS",
+    "MAX_MCMC_WORK",
     "MAX_PROPOSALS",
     "MCMC_LABEL",
     "ExponentialLinearRegression",
@@ -112,6 +113,10 @@ _MIN_BOUND, _MAX_BOUND = 2.0**-900, 2.0**470
 MAX_MCMC_STEPS = 10**6
 #: The most chains one fit runs.
 MAX_CHAINS = 64
+#: The most work one MCMC fit may ask for: chains × (burn_in + samples) × rows × columns
+#: (each step evaluates the loss on every row). About 8 minutes at the 2·10⁹ per second
+#: measured on a 2-core machine; a fit beyond it is refused before anything is charged.
+MAX_MCMC_WORK = 10**12
 #: The ledger label's note on every MCMC release.
 MCMC_LABEL = "MCMC: approximate sampler; ε holds for exact sampling only"
 
@@ -975,6 +980,14 @@ class _QuantileRegression(_BoundedThetaRegression):
             )
         yd = _data.as_target(y, Xd.shape[0])
         Z, yc = self._model_rows(Xd, yd, norm)
+        work = chains * (burn_in + samples) * int(Z.shape[0]) * int(Z.shape[1])
+        if work > MAX_MCMC_WORK:
+            raise InvalidArgumentError(
+                f"`chains` × (`burn_in` + `samples`) × rows × columns = {chains} × "
+                f"{burn_in + samples} × {Z.shape[0]} × {Z.shape[1]} = {work:.3g} exceeds "
+                f"MAX_MCMC_WORK = {MAX_MCMC_WORK:.0e} (every step evaluates the loss on every "
+                "row: hours of work). Use fewer chains or steps, or a subsample of the rows."
+            )
         features = int(Xd.shape[1])
         self.n_features_in_ = features
         if self._kind == "kng":
