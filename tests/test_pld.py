@@ -175,6 +175,44 @@ def test_one_discrete_gaussian_upper_bound_keeps_its_far_tail(sigma, shift):
                 assert _discrete_gaussian_delta(sigma, shift, epsilon) <= delta, (method, delta)
 
 
+def test_a_subsampled_one_dimensional_discrete_gaussian_is_accounted(monkeypatch):
+    """The dominating discrete Gaussian pair carries its far tail at +∞; Poisson sampling
+    refused any base pair with mass there, so this event (accounted before) raised
+    NotApplicableError under every method (helper-31). Both directions are checked against
+    an 50-digit enumeration of (1 − γ)B + γA against B and B against (1 − γ)B + γA."""
+
+    def exact(sigma, shift, rate, epsilon):
+        with mpmath.workdps(50):
+            s2 = 2 * mpmath.mpf(sigma) ** 2
+            half = int(60 * sigma) + shift + 1
+            xs = range(-half, half + 1)
+            a = [mpmath.e ** (-mpmath.mpf(x * x) / s2) for x in xs]
+            b = [mpmath.e ** (-mpmath.mpf((x - shift) ** 2) / s2) for x in xs]
+            norm = mpmath.fsum(a)
+            g, e = mpmath.mpf(rate), mpmath.e ** mpmath.mpf(epsilon)
+            pairs = [(p / norm, q / norm) for p, q in zip(a, b, strict=True)]
+            remove = mpmath.fsum(max(0, (1 - g) * q + g * p - e * q) for p, q in pairs)
+            add = mpmath.fsum(max(0, q - e * ((1 - g) * q + g * p)) for p, q in pairs)
+            return max(remove, add)
+
+    for sigma, shift, rate in ((2.0, 1, 0.1), (1.0, 2, 0.01)):
+        event = ev.PoissonSampled(ev.DiscreteGaussian(sigma, shift, dimension=1), rate)
+        for delta in (1e-6, 1e-12):
+            epsilon = acc.epsilon(event, delta, method="pld")
+            assert exact(sigma, shift, rate, epsilon) <= delta
+            assert acc.epsilon(event, delta) <= epsilon
+        for epsilon in (0.1, 1.0, 3.0):
+            assert acc.delta(event, epsilon, method="pld") >= exact(sigma, shift, rate, epsilon)
+    sigma = calibrate.solve(
+        lambda s: ev.PoissonSampled(ev.DiscreteGaussian(s, dimension=1), 0.1) * 10,
+        epsilon=1.0,
+        delta=1e-6,
+    )
+    assert (
+        acc.delta(ev.PoissonSampled(ev.DiscreteGaussian(sigma, dimension=1), 0.1) * 10, 1.0) <= 1e-6
+    )
+
+
 def test_one_release_is_its_own_composition(monkeypatch):
     """A single release is not sent through the FFT (the transform and its recomputed low
     frequencies cost ~0.3 s per query for one discrete Gaussian at ε = 10, and count()

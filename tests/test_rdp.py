@@ -224,6 +224,19 @@ def test_delta_below_the_float_range_is_never_reported_as_zero(event):
     assert acc.delta(ev.Laplace(1.0) * 3, 200.0) == 0.0
 
 
+@pytest.mark.parametrize(
+    ("event", "epsilon"),
+    [(ev.Gaussian(1e150), 1.0), (ev.ZCDP(1e-300), 1.0), (ev.Gaussian(1.0), 1e300)],
+)
+def test_an_unbounded_curve_below_epsilon_at_the_largest_order_is_not_pure(event, epsilon):
+    """R(10³⁰⁰) ≤ ε held for ρ·10³⁰⁰ ≤ ε (helper-31): δ = 0 was reported by rdp, zcdp and
+    auto, though these curves grow without bound and the exact δ is positive (a Gaussian
+    of μ = 1e-150 at ε = 1: about 10^(−2e299))."""
+    for method in ("rdp", "zcdp", "auto"):
+        assert acc.delta(event, epsilon, method=method) > 0.0, method
+    assert acc.delta(ev.PureDP(1.0), 1e300, method="rdp") == 0.0
+
+
 @pytest.mark.parametrize("q", [1 - 1e-16, 1 - 1e-9, 0.999])
 @pytest.mark.parametrize("alpha", [1.0001, 1.7, 12.5])
 def test_poisson_gaussian_rate_near_one_terminates_and_is_bounded(q, alpha):

@@ -97,6 +97,9 @@ class Pair(abc.ABC):
     """A dominating pair (P, Q)."""
 
     infinite_mass: float = 0.0
+    #: True where ``infinite_mass`` is only the far tail of a symmetric pair, put at +∞ for
+    #: an upper bound (not a δ atom): Poisson sampling may then carry it (SubsampledPair)
+    tail_at_infinity: bool = False
     #: (lowest, highest) finite loss value (may be ±inf)
     support: tuple[float, float] = (-math.inf, math.inf)
     #: for a bounded loss with a smooth part and atoms at a few loss values only: those
@@ -421,6 +424,7 @@ def discrete_gaussian_pair(
         dropped = math.fsum(p[~keep].tolist())
         # a relative margin for the rounding of the masses and of the sums
         pair.infinite_mass = min(1.0, round_up((dropped + tail) * (1 + 1e-9)))
+        pair.tail_at_infinity = True
     return pair
 
 
@@ -456,8 +460,13 @@ class SubsampledPair(Pair):
     """
 
     def __init__(self, base: Pair, rate: float, direction: str) -> None:
-        if base.infinite_mass:
+        if base.infinite_mass and not base.tail_at_infinity:
             raise ValueError("internal error: subsampled pairs need a base without δ atoms")
+        # An enumerated base (the dominating 1-D discrete Gaussian) may carry P-mass m at
+        # loss +∞ (its far tail). Its hockey-stick curve includes m, and the amplification
+        # identities below hold for any symmetric pair, atoms at ±∞ included: "remove"
+        # gets γ·H_A‖B, "add" (1 − e^ε(1 − γ))·H_B‖A, H_B‖A ≤ H_A‖B by symmetry of the pair
+        # it dominates. The P(L ≥ t) below count finite losses only, as everywhere.
         self.base, self.rate, self.direction = base, rate, direction
         edge = math.log1p(-rate) if rate < 1 else -math.inf
         self.support = (edge, math.inf) if direction == "remove" else (-math.inf, -edge)
@@ -509,7 +518,8 @@ class SubsampledPair(Pair):
         u, ok = self._base_threshold(t, -1.0)
         out = np.zeros_like(t)
         above = np.nextafter(u[ok], np.inf)
-        out[ok] = (1 - g) * (1 - self.base.q_at_least(above)) + g * (
-            1 - self.base.p_at_least(above)
+        finite_a = 1 - self.base.infinite_mass  # A's mass at +∞ is never at or below u
+        out[ok] = (1 - g) * (1 - self.base.q_at_least(above)) + g * np.maximum(
+            finite_a - self.base.p_at_least(above), 0.0
         )
         return out

@@ -774,12 +774,15 @@ def _minimise_over_order(objective: Callable[[float], float]) -> tuple[float, fl
         return best_alpha, best_value
     lo = points[best - 1][0] if best > 0 else 1.0 + (best_alpha - 1.0) / 2
     hi = points[best + 1][0] if best + 1 < len(points) else 2.0 * best_alpha
-    result = optimize.minimize_scalar(
-        lambda a: min(objective(a), 1e150),
-        bounds=(lo, hi),
-        method="bounded",
-        options={"xatol": 1e-9 * (hi - 1.0), "maxiter": 200},
-    )
+    # at extreme orders (10³⁰⁰) the parabolic step's products overflow inside scipy: it
+    # then falls back to golden-section steps, and every value is re-evaluated below
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = optimize.minimize_scalar(
+            lambda a: min(objective(a), 1e150),
+            bounds=(lo, hi),
+            method="bounded",
+            options={"xatol": 1e-9 * (hi - 1.0), "maxiter": 200},
+        )
     alpha = float(result.x)
     value = objective(alpha)  # re-evaluate: the reported bound is the value at this α
     if value < best_value:
@@ -864,15 +867,20 @@ def rdp_to_delta(curve: Curve, epsilon: float) -> float:
 
 
 def _stays_below(curve: Curve, epsilon: float) -> bool:
-    """Whether R(α) ≤ ε at the largest order searched.
+    """Whether the curve is seen to be bounded by ε: the RDP bound on δ(ε) then tends to 0.
 
-    Then, R being non-decreasing, the RDP bound on δ(ε) tends to 0. False where the curve
-    cannot be evaluated there.
+    R(α) ≤ ε at the largest order searched is not enough (R = ρα of a Gaussian with
+    ε ≥ 10³⁰⁰ρ passes it, and δ = 0 was reported); the curve must also have stopped
+    growing: R(10³⁰⁰) within 1e-9 relative of R(10¹⁵⁰), as a pure-DP curve (which
+    approaches its ε₀) is and an unbounded one (linear, logarithmic, …) is not. False
+    where the curve cannot be evaluated there.
     """
     try:
-        return _safe_eval(curve, _MAX_ORDER) <= epsilon
+        top = _safe_eval(curve, _MAX_ORDER)
+        middle = _safe_eval(curve, math.sqrt(_MAX_ORDER))
     except (ValueError, MemoryError, ArithmeticError):
         return False
+    return top <= epsilon and top <= middle * (1 + 1e-9)
 
 
 class RDPAccountant(Accountant[RDPSummary]):

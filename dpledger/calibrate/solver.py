@@ -207,7 +207,7 @@ def _anchor(
         anchor = solve(
             make_event, epsilon=epsilon, delta=delta, method="rdp", initial=initial, rtol=1e-3
         )
-    except (DPLedgerError, ArithmeticError):
+    except (DPLedgerError, ArithmeticError, ValueError):
         # only a starting point: whatever keeps RDP from giving one, the caller's guess
         # is used and the search itself reports any real failure
         return initial

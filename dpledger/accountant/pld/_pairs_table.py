@@ -143,7 +143,10 @@ def _poisson(atom: Any, kind: str) -> list[Pair]:
             repeated = type(next(iter(inner))).__name__
             raise NotApplicableError(f"method 'pld' cannot subsample a repeated {repeated}.")
         base = [GaussianPair(mu)]
-    if len(base) != 1 or base[0].infinite_mass:
+    # an enumerated base may carry its far tail at +∞ (the dominating 1-D discrete
+    # Gaussian): SubsampledPair handles that; any other δ atom (ApproxDP, nested sampling)
+    # is refused
+    if len(base) != 1 or (base[0].infinite_mass and not base[0].tail_at_infinity):
         raise NotApplicableError(
             f"method 'pld' cannot subsample {atom.event!r} (nested sampling or δ > 0)."
         )
