@@ -367,6 +367,8 @@ class PLDSummary(Summary):
             tilts = [] if near is None else self._tilts(kind, window_tail, near)
         parts = self._parts(kind, window_tail)
         tilts = tilts or [0.0] * len(parts)
+        if sum(k for _, k in self.releases) == 1:
+            tilts = [0.0] * len(parts)  # one release is composed exactly, untilted (_compose)
         # cached direction by direction: a refinement that tilts one direction reuses the
         # other's untilted composition (see _binding)
         keys = [f"direction-{kind}-{window_tail!r}-{i}-{t!r}" for i, t in enumerate(tilts)]
