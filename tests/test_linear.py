@@ -350,3 +350,35 @@ def test_a_budget_below_the_safe_grids_floor_is_a_clear_calibration_error():
     with pytest.raises(dpl.CalibrationError, match="safe_noise=False"):
         ADASSP(**kw).fit(X, y)
     assert ADASSP(**kw, safe_noise=False).fit(X, y).ledger_.spent[0] <= 1e-7
+
+
+# ---------------------------------------------------------------- review mends (helper-32)
+
+
+def test_unit_rows_from_subnormal_entries_are_unit_rows():
+    """row_norm="unit": 1/‖x‖ overflowed for a subnormal row ([1e-310, 0] became NaN), so
+    one such record decided whether SSP, ADASSP and PrivateIRLS refused (ADASSP with a
+    raw LinAlgError). Rows are now put in units of their largest entry first."""
+    from dpledger.algorithms.linear import _scale_rows
+
+    rows = np.array([[5e-324, 5e-324], [5e-324, 0.0], [1e-320, 1e-320], [1e-310, 0.0], [0.0, 0.0]])
+    scaled = _scale_rows(rows, 1.0, unit=True)
+    assert np.all(np.isfinite(scaled))
+    norms = np.linalg.norm(scaled, axis=1)
+    assert np.all(norms[:4] <= 1.0) and np.all(norms[:4] >= 1.0 - 1e-12)
+    assert np.all(scaled[4] == 0.0)
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.uniform(-1, 1, (50, 2)), [[1e-310, 0.0]]])
+    y = np.clip(X @ np.array([0.5, -0.5]), -1, 1)
+    for cls in (SSP, ADASSP):
+        model = cls(
+            epsilon=1.0,
+            delta=1e-6,
+            x_bound=1.0,
+            y_bound=1.0,
+            adjacency="replace_one",
+            row_norm="unit",
+            rng=0,
+        )
+        model.fit(X, y)
+        assert np.all(np.isfinite(model.coef_))

@@ -178,6 +178,35 @@ class _Loss:
         value = np.where(inside, r * r / 2, kappa * np.abs(r) - kappa * kappa / 2)
         return value, np.clip(r, -kappa, kappa), inside.astype(float)
 
+    def change(
+        self, t: np.ndarray, t_new: np.ndarray, y: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """φ(t_new; y) − φ(t; y) per row, without the cancellation of two large values.
+
+        Also returns, per row, the size of what was subtracted (the scale of the change's
+        rounding error).
+
+        A Huber-regression row whose residual stays on one linear piece changes by
+        κ·sign(r)·(t_new − t) exactly as the loss does; subtracting the two values of
+        κ|r| − κ²/2 lost every digit when |r| was huge (one label of 1e20 gave φ ≈ 1e20,
+        whose ulp swamps any decrease: the line search never passed and the fit raised
+        after its charge, depending on that one label). Elsewhere the values are
+        subtracted as they are (bounded margins for logistic and Huber SVM: |t| ≤ R‖θ‖).
+        """
+        old = self.derivatives(t, y)[0]
+        new = self.derivatives(t_new, y)[0]
+        out = np.asarray(new - old, dtype=float)
+        size = np.abs(old) + np.abs(new)
+        if self.name not in ("logistic", "huber_svm"):
+            kappa = self.width
+            r, r_new = t - y, t_new - y
+            above = (r > kappa) & (r_new > kappa)
+            below = (r < -kappa) & (r_new < -kappa)
+            step = t_new - t
+            out = np.where(above, kappa * step, np.where(below, -kappa * step, out))
+            size = np.where(above | below, np.abs(kappa * step), size)
+        return out, size
+
     def derivative_error(self, t: np.ndarray, y: np.ndarray, d1: np.ndarray) -> np.ndarray:
         """A bound on the rounding error of φ′ as :meth:`derivatives` computes it at t.
 
@@ -321,16 +350,36 @@ def _minimise(
     smooth = loss.c * float(np.einsum("ij,ij->", X, X)) / n + ridge
     target = tol / 2
 
-    def parts(th: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        value, d1, d2 = loss.derivatives(X @ th, y)
-        f = float(value.sum()) / n + ridge / 2 * float(th @ th) + float(linear @ th)
+    def parts(th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        t = X @ th
+        _, d1, d2 = loss.derivatives(t, y)
         g = X.T @ d1 / n + ridge * th + linear
-        return f, g, d2
+        return t, g, d2
+
+    def change(
+        th: np.ndarray, t: np.ndarray, th_new: np.ndarray, t_new: np.ndarray
+    ) -> tuple[float, float]:
+        # the objective's change, summed from per-row changes (the objective's own value
+        # can be so large — one huge label — that its rounding hides every decrease), and
+        # the magnitude of what was summed (the scale of its rounding error)
+        rows, size = loss.change(t, t_new, y)
+        squares = float(th_new @ th_new) + float(th @ th)
+        terms = (
+            float(rows.sum()) / n,
+            ridge / 2 * float(th_new @ th_new - th @ th),
+            float(linear @ (th_new - th)),
+        )
+        magnitude = (
+            float(size.sum()) / n
+            + ridge / 2 * squares
+            + float(np.abs(linear) @ (np.abs(th_new) + np.abs(th)))
+        )
+        return sum(terms), magnitude
 
     def certified(th: np.ndarray) -> float:
         return _certified_gradient_norm(X, y, loss, ridge, linear, th, n)
 
-    f, g, d2 = parts(theta)
+    t, g, d2 = parts(theta)
     patience = max_iter
     for _ in range(max_iter):
         norm = float(np.linalg.norm(g))
@@ -351,19 +400,20 @@ def _minimise(
         s = 1.0
         while s > 1e-10:
             candidate = theta - s * step
-            fc, gc, d2c = parts(candidate)
-            if fc <= f - 1e-4 * s * float(g @ step):
+            tc, gc, d2c = parts(candidate)
+            delta, magnitude = change(theta, t, candidate, tc)
+            if delta <= -1e-4 * s * float(g @ step):
                 break
-            flat = abs(fc - f) <= 1e-13 * (1.0 + abs(f))  # below f's precision: by ‖g‖
+            flat = abs(delta) <= 1e-13 * magnitude  # below its precision: judged by ‖g‖
             if flat and float(np.linalg.norm(gc)) < norm:
                 break
             s /= 2
         else:
             candidate = theta - g / smooth
-            fc, gc, d2c = parts(candidate)
-            if fc > f:  # no descent left: the floating-point floor
+            tc, gc, d2c = parts(candidate)
+            if change(theta, t, candidate, tc)[0] > 0:  # no descent left: the float floor
                 break
-        theta, f, g, d2 = candidate, fc, gc, d2c
+        theta, t, g, d2 = candidate, tc, gc, d2c
     if float(np.linalg.norm(g)) <= tol / 2:
         bound = certified(theta)
         if bound <= tol:

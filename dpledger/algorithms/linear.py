@@ -181,10 +181,16 @@ def _scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
     re-checked, so no row leaves the unit ball — not even by rounding, and not a row of
     subnormal entries whose squares would vanish.
     """
+    if unit:
+        # each row to the sphere (a zero row stays zero), in units of its largest entry
+        # first: 1/‖x‖ overflows for a subnormal row ([1e-310, 0] became NaN, and whether
+        # a fit refused then depended on that one record)
+        top = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
+        X = X / np.where(top > 0, top, 1.0)[:, None]
     norms = _row_norms(X)
     positive = norms > 0
     inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=positive)
-    # unit: each row to the sphere (a zero row stays zero); else clipped to x_bound, scaled
+    # unit: onto the sphere; else clipped to x_bound, scaled
     factor = inverse if unit else np.where(positive, np.minimum(1.0 / x_bound, inverse), 0.0)
     Xs = np.asarray(X * factor[:, None], dtype=float)
     _enforce_unit_norm(Xs)
