@@ -179,12 +179,12 @@ class _Loss:
         return value, np.clip(r, -kappa, kappa), inside.astype(float)
 
     def change(
-        self, t: np.ndarray, t_new: np.ndarray, y: np.ndarray
+        self, t: np.ndarray, t_new: np.ndarray, y: np.ndarray, old: np.ndarray, new: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """φ(t_new; y) − φ(t; y) per row, without the cancellation of two large values.
 
-        Also returns, per row, the size of what was subtracted (the scale of the change's
-        rounding error).
+        ``old`` and ``new`` are the two values of φ. Also returns, per row, the size of
+        what was subtracted (the scale of the change's rounding error).
 
         A Huber-regression row whose residual stays on one linear piece changes by
         κ·sign(r)·(t_new − t) exactly as the loss does; subtracting the two values of
@@ -193,8 +193,6 @@ class _Loss:
         after its charge, depending on that one label). Elsewhere the values are
         subtracted as they are (bounded margins for logistic and Huber SVM: |t| ≤ R‖θ‖).
         """
-        old = self.derivatives(t, y)[0]
-        new = self.derivatives(t_new, y)[0]
         out = np.asarray(new - old, dtype=float)
         size = np.abs(old) + np.abs(new)
         if self.name not in ("logistic", "huber_svm"):
@@ -350,19 +348,24 @@ def _minimise(
     smooth = loss.c * float(np.einsum("ij,ij->", X, X)) / n + ridge
     target = tol / 2
 
-    def parts(th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def parts(th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         t = X @ th
-        _, d1, d2 = loss.derivatives(t, y)
+        value, d1, d2 = loss.derivatives(t, y)
         g = X.T @ d1 / n + ridge * th + linear
-        return t, g, d2
+        return t, value, g, d2
 
     def change(
-        th: np.ndarray, t: np.ndarray, th_new: np.ndarray, t_new: np.ndarray
+        th: np.ndarray,
+        t: np.ndarray,
+        value: np.ndarray,
+        th_new: np.ndarray,
+        t_new: np.ndarray,
+        value_new: np.ndarray,
     ) -> tuple[float, float]:
         # the objective's change, summed from per-row changes (the objective's own value
         # can be so large — one huge label — that its rounding hides every decrease), and
         # the magnitude of what was summed (the scale of its rounding error)
-        rows, size = loss.change(t, t_new, y)
+        rows, size = loss.change(t, t_new, y, value, value_new)
         squares = float(th_new @ th_new) + float(th @ th)
         terms = (
             float(rows.sum()) / n,
@@ -379,7 +382,7 @@ def _minimise(
     def certified(th: np.ndarray) -> float:
         return _certified_gradient_norm(X, y, loss, ridge, linear, th, n)
 
-    t, g, d2 = parts(theta)
+    t, value, g, d2 = parts(theta)
     patience = max_iter
     for _ in range(max_iter):
         norm = float(np.linalg.norm(g))
@@ -400,8 +403,8 @@ def _minimise(
         s = 1.0
         while s > 1e-10:
             candidate = theta - s * step
-            tc, gc, d2c = parts(candidate)
-            delta, magnitude = change(theta, t, candidate, tc)
+            tc, vc, gc, d2c = parts(candidate)
+            delta, magnitude = change(theta, t, value, candidate, tc, vc)
             if delta <= -1e-4 * s * float(g @ step):
                 break
             flat = abs(delta) <= 1e-13 * magnitude  # below its precision: judged by ‖g‖
@@ -410,10 +413,10 @@ def _minimise(
             s /= 2
         else:
             candidate = theta - g / smooth
-            tc, gc, d2c = parts(candidate)
-            if change(theta, t, candidate, tc)[0] > 0:  # no descent left: the float floor
+            tc, vc, gc, d2c = parts(candidate)
+            if change(theta, t, value, candidate, tc, vc)[0] > 0:  # no descent: float floor
                 break
-        theta, t, g, d2 = candidate, tc, gc, d2c
+        theta, t, value, g, d2 = candidate, tc, vc, gc, d2c
     if float(np.linalg.norm(g)) <= tol / 2:
         bound = certified(theta)
         if bound <= tol:
