@@ -813,3 +813,28 @@ def test_atoms_are_never_placed_below_their_loss(log_h, j0, j1, seed):
         position = (j0 + cell) * step + Fraction(offset)
         target = max(exact, j0 * step)
         assert target <= position <= target + Fraction(10 * 2.0**-53) * (abs(exact) + step)
+
+
+def test_the_grid_cache_is_bounded_in_bytes_and_moments_do_not_hold_grids(monkeypatch):
+    """The cache of grid PLDs was bounded by count only (512), and the moments cache held
+    every grid it had seen: a calibration probing 40 noise levels of a release with 7·10⁶
+    grid points kept them all (5.8 GB for NoisyGD at rate 1e-6). Now at most
+    _GRID_CACHE_BYTES are kept, and the moments refer to grids weakly."""
+    import gc
+    import weakref
+
+    from dpledger.accountant.pld import _accountant
+
+    monkeypatch.setattr(_accountant, "_GRID_CACHE_BYTES", 8 << 20)
+    _accountant._GRID_CACHE.clear()
+    for sigma in (0.3, 0.31, 0.32, 0.33, 0.34, 0.35):
+        acc.delta(ev.PoissonSampled(ev.Gaussian(sigma), 0.01) * 3, 1.0, method="pld")
+    total = sum(g.masses.nbytes for v in _accountant._GRID_CACHE.values() for g in v)
+    assert 0 < total <= 8 << 20  # 3.6 MB per release: two kept, not six
+    grids = _accountant._discretised(ev.PoissonSampled(ev.Gaussian(0.36), 0.01), 1e-4, "upper")
+    acc.pld.PLDAccountant.summarize(ev.PoissonSampled(ev.Gaussian(0.36), 0.01) * 2).delta(1.0)
+    ref_grid = weakref.ref(grids[0])
+    del grids
+    _accountant._GRID_CACHE.clear()
+    gc.collect()
+    assert ref_grid() is None  # nothing else (the moments cache) keeps it alive

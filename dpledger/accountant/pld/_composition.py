@@ -9,6 +9,7 @@ See :mod:`dpledger.accountant.pld`.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -770,14 +771,18 @@ def _tilted_moments(d: _Discrete, h: float, tilt: float) -> tuple[float, float]:
     )
 
 
-_MOMENTS: dict[tuple[int, float], tuple[_Discrete, _Moments]] = {}
+_MOMENTS: dict[tuple[int, float], tuple[weakref.ref[_Discrete], _Moments]] = {}
 
 
 def _moments(d: _Discrete, h: float) -> _Moments:
-    """:class:`_Moments` of ``d`` (cached by identity: grid PLDs come from a cache)."""
+    """:class:`_Moments` of ``d`` (cached by identity: grid PLDs come from a cache).
+
+    The entry refers to ``d`` weakly: holding it kept grids alive after the grid cache
+    had let them go (gigabytes over a calibration's probes).
+    """
     key = (id(d), h)
     hit = _MOMENTS.get(key)
-    if hit is not None and hit[0] is d:
+    if hit is not None and hit[0]() is d:
         return hit[1]
     m2, m4 = _tilted_moments(d, h, 0.0)
     # one pass for the three sets of λ
@@ -786,5 +791,5 @@ def _moments(d: _Discrete, h: float) -> _Moments:
     value = _Moments(m2, m4, logs[:count], logs[count : 2 * count], logs[2 * count :])
     if len(_MOMENTS) > 1024:
         _MOMENTS.clear()
-    _MOMENTS[key] = (d, value)
+    _MOMENTS[key] = (weakref.ref(d), value)
     return value
