@@ -530,7 +530,8 @@ def scale_worker(kind: str, total: int, chunk: int, d: int) -> dict[str, Any]:
             return min(times)
 
         t_numpy = best(lambda: (X.T @ X, X.T @ y))
-        t_dpl = best(lambda: _data._checked_block(X, y, transform, _data.gram))
+        layout = _data._Layout(_data.GRAM)
+        t_dpl = best(lambda: _data._checked_block(X, y, transform, layout))
         return {"numpy": t_numpy, "dpledger": t_dpl, "rows": sizes[0]}
     import dask
     import dask.array as da

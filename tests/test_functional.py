@@ -152,7 +152,11 @@ def test_published_variants_are_charged_with_their_true_sensitivities():
 
 
 def test_sympy_path_reproduces_the_hand_written_arrays_and_sensitivities():
-    from dpledger.algorithms.polynomial import logistic_loss, squared_loss
+    from dpledger.algorithms.polynomial import (
+        FMPolynomialRegression,
+        logistic_loss,
+        squared_loss,
+    )
 
     X, theta, rng = _data(n=3000, d=3, seed=5)
     cases = (
@@ -161,12 +165,20 @@ def test_sympy_path_reproduces_the_hand_written_arrays_and_sensitivities():
     )
     for model, loss, y in cases:
         c0, c1, c2, _ = model._coefficients(X, y)
+        # the generic estimator's exact sums are the hand-written estimator's, bit for bit
+        g0, g1, g2, _ = FMPolynomialRegression(loss=loss, x_bound=1)._coefficients(X, y)
+        np.testing.assert_array_equal(g1, c1)
+        np.testing.assert_array_equal(g2, c2)
+        if model.loss == "linear":
+            assert g0 == c0
+        # and the sympy expansion's formula, evaluated in floats on the unquantised rows,
+        # agrees to the data grid's resolution (2⁻²⁰ of the bound per value, ≤ 3000 rows)
         rows = model._rows()(X)
         s0, s1, s2 = loss.arrays(rows, y)
-        np.testing.assert_allclose(s1, c1, rtol=1e-12, atol=1e-9)
-        np.testing.assert_allclose(s2, c2, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(s1, c1, rtol=0, atol=3000 * 4 * 2.0**-20)
+        np.testing.assert_allclose(s2, c2, rtol=0, atol=3000 * 4 * 2.0**-20)
         if model.loss == "linear":
-            assert s0 == pytest.approx(c0, rel=1e-12)
+            assert s0 == pytest.approx(c0, abs=3000 * 4 * 2.0**-20)
         for adjacency in ("add_remove", "replace_one"):
             hand = model._sensitivities(rows.shape[1], adjacency)
             derived = loss.sensitivities(adjacency)

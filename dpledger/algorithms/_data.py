@@ -4,18 +4,34 @@ One pass over the rows, chunk by chunk, for numpy arrays, pandas objects and das
 arrays/DataFrames alike. Dask input is reduced partition by partition by dask itself
 (each partition's statistics are computed where the partition lives and only the d×d
 sums travel), so data larger than memory or spread over a cluster is never gathered.
+Every sum is exact (values on a fixed grid, integer accumulation: see :data:`SUB_ROWS`),
+so no floating-point error that grows with the number of rows enters a release.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from dpledger._validation import check_positive
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["as_design", "as_target", "gram", "is_dask", "row_chunks", "sufficient_statistics"]
+__all__ = [
+    "GRAM",
+    "Moments",
+    "Statistics",
+    "as_design",
+    "as_target",
+    "exact_column_sums",
+    "is_dask",
+    "row_chunks",
+    "sufficient_statistics",
+]
 
 #: Rows per chunk for in-memory input (bounded memory for the per-chunk copies).
 CHUNK_ROWS = 1 << 16
@@ -136,20 +152,248 @@ def row_chunks(X: np.ndarray, y: np.ndarray | None) -> Iterator[tuple[np.ndarray
         yield X[start:stop], (None if y is None else y[start:stop])
 
 
-Moments = Callable[[np.ndarray, np.ndarray | None], tuple[np.ndarray, np.ndarray]]
+@dataclass(frozen=True)
+class Moments:
+    """The per-row weights of the sums Σ aᵢx̃ᵢx̃ᵢᵀ, Σ bᵢx̃ᵢ and Σ cᵢ, and their declared ranges.
+
+    ``weights(X̃, ỹ)`` returns (a, b, c) for a block of transformed rows, each an array
+    of one value per row or None (a: every aᵢ = 1; b, c: that sum is not wanted). It must
+    be record-local (a row's weights depend on that row and public values only). Each
+    weight is kept within its declared range (``a``, ``b``, ``c``: (low, high)) and every
+    row within ``row_norm`` in ℓ₂: the ranges the sensitivities are derived from.
+    With ``gram=False`` the Gram sum is not computed (an empty array).
+    """
+
+    weights: Callable[[np.ndarray, np.ndarray | None], tuple[Any, Any, Any]]
+    row_norm: float = 1.0
+    a: tuple[float, float] | None = None
+    b: tuple[float, float] | None = (-1.0, 1.0)
+    c: tuple[float, float] | None = None
+    gram: bool = True
 
 
-def gram(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """(XᵀX, Xᵀy) of one block (Xᵀy = 0 without y)."""
-    return X.T @ X, (np.zeros(X.shape[1]) if y is None else X.T @ y)
+#: (X̃ᵀX̃, X̃ᵀỹ) for rows in the unit ball and |ỹ| ≤ 1 (SSP, ADASSP).
+GRAM = Moments(lambda X, y: (None, y, None))
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """Σ aᵢx̃ᵢx̃ᵢᵀ, Σ bᵢx̃ᵢ (zeros if no b) and Σ cᵢ (0 if no c), each correctly rounded."""
+
+    gram: np.ndarray
+    vector: np.ndarray
+    scalar: float
+
+
+# -- exact sums -----------------------------------------------------------------------
+#
+# A floating-point sum over n rows errs by up to ≈ n·u·Σ|terms|, and how much depends on
+# the order and on every other row: two neighbouring data sets can then differ by more
+# than the sensitivity (Casacuberta, Shoemate, Vadhan & Wagaman 2022 turn this into
+# attacks on DP sums at n ≈ 10⁸). So every value entering a sum is first put on a fixed
+# dyadic grid relative to its declared bound (record-local: rounded to nearest, kept
+# within the declared range, rows within their declared norm), the products of a block of
+# SUB_ROWS rows are computed by BLAS *exactly* (each product is an integer below 2⁴⁰ in
+# grid units, so every partial sum of ≤ 2¹⁰ of them is an integer below 2⁵⁰, exact in
+# float64 whatever the order of summation), and the block sums are added as integers.
+# The totals are exact — independent of the order, the chunking and dask's partitioning —
+# and are rounded to float64 once, at the end. The grid: 2⁻²⁰ of the row bound for the
+# rows (2⁻¹⁴ when the Gram weights vary, with 2⁻¹² of their bound for the weights), 2⁻⁴⁰
+# for scalar terms — far below the noise of any release.
+
+SUB_ROWS = 1 << 10
+_PRODUCT_BITS = 40  # grid bits of one product: a block sum stays below 2⁵⁰ < 2⁵³
+_X_BITS = 20
+_X_BITS_WEIGHTED = 14
+_A_BITS = _PRODUCT_BITS - 2 * _X_BITS_WEIGHTED  # 12
+_FOLD_ROWS = 1 << 22  # int64 accumulators hold 2²² rows of terms < 2⁴⁰ (2⁶² < 2⁶³)
+
+
+def _power_of_two_above(bound: float) -> float:
+    """The smallest power of two ≥ ``bound`` (> 0)."""
+    mantissa, exponent = math.frexp(bound)
+    if exponent > 1023 and mantissa != 0.5:
+        raise InvalidArgumentError(
+            f"a declared bound of {bound!r} is beyond 2**1023 ≈ 9e307: sums of such values "
+            "leave the float range. Rescale the data (and its bounds) first."
+        )
+    return math.ldexp(1.0, exponent - 1 if mantissa == 0.5 else exponent)
+
+
+def _grid_range(low: float, high: float, bits: int) -> tuple[float, int, int]:
+    """(scale P, lowest and highest grid integer within [low, high]) for values/P·2^bits."""
+    top = max(abs(low), abs(high))
+    scale = _power_of_two_above(top) if top > 0 else 1.0
+    unit = Fraction(2**bits) / Fraction(scale)
+    lowest = -((-Fraction(low) * unit).__floor__())  # ⌈low·unit⌉, exactly
+    highest = (Fraction(high) * unit).__floor__()
+    return scale, int(lowest), int(highest)
+
+
+def _on_grid(values: Any, low: float, high: float, bits: int) -> tuple[np.ndarray, float]:
+    """(integers m as floats, scale P): values ≈ m·P·2^-bits, rounded to nearest, in range."""
+    scale, lowest, highest = _grid_range(low, high, bits)
+    array = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(array)):
+        raise InvalidArgumentError("internal error: a per-row weight is not finite.")
+    grid = np.clip(np.rint(array / scale * 2.0**bits), lowest, highest)
+    return grid, scale
+
+
+def _rows_on_grid(X: np.ndarray, norm: float, bits: int) -> tuple[np.ndarray, float]:
+    """(integer grid M as floats, scale P): rows ≈ M·P·2^-bits with ‖row‖₂ ≤ ``norm`` exactly.
+
+    Rounded to nearest; a row the rounding pushes past the norm (one on the boundary) is
+    rounded toward zero from slightly inside instead, which cannot leave the ball.
+    """
+    scale = _power_of_two_above(norm)
+    unit = 2.0**bits
+    limit = float(((Fraction(norm) / Fraction(scale) * 2**bits) ** 2).__floor__())
+    grid = np.rint(X / scale * unit)
+    # exact: entries ≤ 2^bits + 1, at most 2¹³ columns, so every partial sum is an integer
+    # below 2⁵³
+    squares = np.einsum("ij,ij->i", grid, grid)
+    outside = squares > limit
+    if outside.any():
+        grid[outside] = np.trunc(X[outside] / scale * unit * (1.0 - 2.0**-30))
+        again = np.einsum("ij,ij->i", grid[outside], grid[outside])
+        if np.any(again > limit):
+            raise InvalidArgumentError("internal error: a transformed row exceeds its bound.")
+    return grid, scale
+
+
+@dataclass
+class _Exact:
+    """Exact sums of grid integers (int64 while they fit, Python integers beyond)."""
+
+    gram: np.ndarray
+    vector: np.ndarray
+    scalar: int
+    rows: int = 0
+
+    def __add__(self, other: _Exact) -> _Exact:
+        return _Exact(
+            _wide(self.gram) + _wide(other.gram),
+            _wide(self.vector) + _wide(other.vector),
+            int(self.scalar) + int(other.scalar),
+            self.rows + other.rows,
+        )
+
+
+def _wide(array: np.ndarray) -> np.ndarray:
+    return array if array.dtype == object else array.astype(object)
+
+
+class _Layout:
+    """The grids of one :class:`Moments`: bits and scales, fixed before any data is read."""
+
+    def __init__(self, spec: Moments) -> None:
+        self.spec = spec
+        self.x_bits = _X_BITS if spec.a is None else _X_BITS_WEIGHTED
+        self.b_bits = _PRODUCT_BITS - self.x_bits
+        self.x_scale = _power_of_two_above(check_positive("row_norm", spec.row_norm))
+
+    def block(self, X: np.ndarray, y: np.ndarray | None) -> _Exact:
+        """The exact grid sums of one transformed block (any number of rows)."""
+        spec = self.spec
+        a, b, c = spec.weights(X, y)
+        d = X.shape[1]
+        M, _ = _rows_on_grid(X, spec.row_norm, self.x_bits)
+        A = None if spec.a is None else _on_grid(a, *spec.a, _A_BITS)[0]
+        B = None if spec.b is None or b is None else _on_grid(b, *spec.b, self.b_bits)[0]
+        C = None if spec.c is None or c is None else _on_grid(c, *spec.c, _PRODUCT_BITS)[0]
+        g = d if spec.gram else 0
+        gram = np.zeros((g, g), dtype=np.int64)
+        vector = np.zeros(d, dtype=np.int64)
+        for start in range(0, X.shape[0], SUB_ROWS):
+            rows = slice(start, start + SUB_ROWS)
+            Mb = M[rows]
+            if spec.gram:
+                left = Mb if A is None else Mb * A[rows, None]
+                gram += (left.T @ Mb).astype(np.int64)  # exact: integers below 2⁵⁰
+            if B is not None:
+                vector += (Mb.T @ B[rows]).astype(np.int64)
+        scalar = 0 if C is None else int(C.astype(np.int64).sum(dtype=np.int64))
+        return _Exact(gram, vector, scalar, X.shape[0])
+
+    def scales(self) -> tuple[float, float, float]:
+        """The value of one grid unit of the Gram matrix, the vector and the scalar."""
+        spec = self.spec
+        x_unit = self.x_scale * 2.0**-self.x_bits
+        a_unit = 1.0 if spec.a is None else _grid_range(*spec.a, _A_BITS)[0] * 2.0**-_A_BITS
+        b_unit = 0.0 if spec.b is None else _grid_range(*spec.b, self.b_bits)[0] * 2.0**-self.b_bits
+        c_unit = (
+            0.0 if spec.c is None else _grid_range(*spec.c, _PRODUCT_BITS)[0] * 2.0**-_PRODUCT_BITS
+        )
+        return x_unit * x_unit * a_unit, x_unit * b_unit, c_unit
+
+    def result(self, exact: _Exact) -> Statistics:
+        """The exact sums in data units, each rounded to the nearest float once."""
+        g_unit, v_unit, c_unit = self.scales()
+        return Statistics(
+            _scaled(exact.gram, g_unit),
+            _scaled(exact.vector, v_unit),
+            float(_scaled(np.array([exact.scalar], dtype=object), c_unit)[0]),
+        )
+
+
+def _scaled(integers: np.ndarray, unit: float) -> np.ndarray:
+    """The integers × unit (a power of two, or 0): one correct rounding, then an exact scaling."""
+    if unit == 0.0:
+        return np.zeros(integers.shape)
+    nearest = np.array([float(int(v)) for v in integers.ravel()]).reshape(integers.shape)
+    _, exponent = math.frexp(unit)
+    return np.asarray(np.ldexp(nearest, exponent - 1), dtype=float)
 
 
 def _block_statistics(
-    X: np.ndarray, y: np.ndarray | None, transform: Transform, moments: Moments
-) -> tuple[np.ndarray, np.ndarray]:
-    """``moments`` of one (already validated) block after the record-local ``transform``."""
+    X: np.ndarray, y: np.ndarray | None, transform: Transform, layout: _Layout
+) -> _Exact:
+    """Exact grid sums of one (already validated) block after the record-local ``transform``."""
     Xt, yt = transform(X, y)
-    return moments(Xt, yt)
+    return layout.block(np.asarray(Xt, dtype=float), yt)
+
+
+def exact_column_sums(
+    values: np.ndarray,
+    bounds: list[tuple[float, float]],
+    group: np.ndarray | None = None,
+    n_groups: int = 1,
+) -> np.ndarray:
+    """Column sums (per group: n_groups × columns) of values within per-column ``bounds``.
+
+    Each value is put on the grid 2⁻⁴⁰·P of its column (P the power of two ≥ the larger
+    |bound|), rounded to nearest and kept within [low, high] (record-local), and the grid
+    integers are summed exactly in integers: the result is the exact sum, rounded once,
+    whatever the order of the rows. Rows with a negative ``group`` are left out.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim == 1:
+        values = values[:, None]
+    columns = values.shape[1]
+    grids = [_grid_range(float(lo), float(hi), _PRODUCT_BITS) for lo, hi in bounds]
+    scales = np.array([g[0] for g in grids])
+    lowest = np.array([float(g[1]) for g in grids])
+    highest = np.array([float(g[2]) for g in grids])
+    if not np.all(np.isfinite(values)):
+        raise InvalidArgumentError("internal error: a summed value is not finite.")
+    total = np.zeros((n_groups, columns), dtype=object)
+    for start in range(0, values.shape[0], CHUNK_ROWS):  # int64 sums of ≤ 2¹⁶ values < 2⁴⁰
+        block = values[start : start + CHUNK_ROWS]
+        grid = np.clip(np.rint(block / scales * 2.0**_PRODUCT_BITS), lowest, highest)
+        integers = grid.astype(np.int64)
+        if group is None:
+            part = integers.sum(axis=0, dtype=np.int64)[None, :]
+        else:
+            part = np.zeros((n_groups, columns), dtype=np.int64)
+            g = group[start : start + CHUNK_ROWS]
+            keep = g >= 0
+            np.add.at(part, g[keep], integers[keep])
+        total = total + part.astype(object)
+    out = np.empty((n_groups, columns))
+    for j in range(columns):
+        out[:, j] = _scaled(total[:, j], float(scales[j]) * 2.0**-_PRODUCT_BITS)
+    return out
 
 
 MAX_FEATURES = 4096
@@ -157,13 +401,14 @@ MAX_FEATURES = 4096
 
 
 def sufficient_statistics(
-    X: Any, y: Any, transform: Transform, *, moments: Moments = gram
-) -> tuple[np.ndarray, np.ndarray]:
-    """Σ over row blocks of ``moments(X̃, ỹ)`` (default (X̃ᵀX̃, X̃ᵀỹ)), in one pass.
+    X: Any, y: Any, transform: Transform, moments: Moments = GRAM
+) -> Statistics:
+    """Σ over rows of the weighted moments of ``moments``, exactly, in one pass.
 
     ``transform`` is applied to each block independently (it must be record-local, like
     clipping to declared bounds: a row's result never depends on other rows), and so
-    must ``moments`` be (a sum of per-row terms, e.g. weighted moments Σ sᵢx̃ᵢx̃ᵢᵀ).
+    are ``moments.weights``. The sums are exact (see the comment above :data:`SUB_ROWS`):
+    the same whatever the order of the rows or their chunking, each rounded once.
     """
     features = int(X.shape[1]) if len(getattr(X, "shape", ())) == 2 else 0
     if features > MAX_FEATURES:
@@ -174,21 +419,33 @@ def sufficient_statistics(
             f"{MAX_FEATURES:,} columns; reduce the dimension first (public projections or "
             "feature selection on public data)."
         )
+    layout = _Layout(moments)
     if is_dask(X) or is_dask(y):
-        return _dask_statistics(X, y, transform, moments)
-    d = None
-    xtx: np.ndarray | None = None
-    xty: np.ndarray | None = None
+        return layout.result(_dask_statistics(X, y, transform, layout))
+    return layout.result(_exact_sums(X, y, transform, layout))
+
+
+def _exact_sums(
+    X: np.ndarray, y: np.ndarray | None, transform: Transform, layout: _Layout
+) -> _Exact:
+    """Exact grid sums over all rows of an in-memory block, chunk by chunk."""
+    total: _Exact | None = None
+    running: _Exact | None = None
     for Xb, yb in row_chunks(X, y):
-        a, b = _block_statistics(Xb, yb, transform, moments)
-        if xtx is None:
-            xtx, xty, d = a, b, a.shape[0]
+        part = _block_statistics(Xb, yb, transform, layout)
+        if running is None:
+            running = part
+        elif running.rows + part.rows > _FOLD_ROWS:  # int64 would overflow: fold it in
+            total = running if total is None else total + running
+            running = part
         else:
-            xtx += a
-            xty += b
-    if xtx is None or xty is None or d is None:
+            running.gram += part.gram
+            running.vector += part.vector
+            running.scalar += part.scalar
+            running.rows += part.rows
+    if running is None:
         raise InvalidArgumentError("`X` must have at least one row.")
-    return xtx, xty
+    return running if total is None else total + running
 
 
 def _is_frame(data: Any) -> bool:
@@ -196,9 +453,7 @@ def _is_frame(data: Any) -> bool:
     return hasattr(data, "npartitions") and not hasattr(data, "chunks")
 
 
-def _frame_block(
-    X: Any, y: Any, transform: Transform, moments: Moments
-) -> tuple[np.ndarray, np.ndarray]:
+def _frame_block(X: Any, y: Any, transform: Transform, layout: _Layout) -> _Exact:
     """One partition of a dask DataFrame (and of its target Series)."""
     if y is not None:
         if len(X) != len(y) or not X.index.equals(y.index):
@@ -207,12 +462,10 @@ def _frame_block(
                 "take both from one DataFrame."
             )
         y = np.asarray(y, dtype=float).reshape(-1)
-    return _checked_block(np.asarray(X, dtype=float), y, transform, moments)
+    return _checked_block(np.asarray(X, dtype=float), y, transform, layout)
 
 
-def _dask_statistics(
-    X: Any, y: Any, transform: Transform, moments: Moments
-) -> tuple[np.ndarray, np.ndarray]:
+def _dask_statistics(X: Any, y: Any, transform: Transform, layout: _Layout) -> _Exact:
     try:
         import dask.array as da
         from dask.base import compute
@@ -228,7 +481,7 @@ def _dask_statistics(
         frame_stats = delayed(_frame_block)
         return _tree_sum(
             [
-                frame_stats(xb, yb, transform, moments)
+                frame_stats(xb, yb, transform, layout)
                 for xb, yb in zip(blocks, targets, strict=True)
             ],
             delayed,
@@ -261,23 +514,23 @@ def _dask_statistics(
     )
     block_stats = delayed(_checked_block)
     return _tree_sum(
-        [block_stats(xb, yb, transform, moments) for xb, yb in zip(blocks, targets, strict=True)],
+        [block_stats(xb, yb, transform, layout) for xb, yb in zip(blocks, targets, strict=True)],
         delayed,
         compute,
     )
 
 
 def _checked_block(
-    X: np.ndarray, y: np.ndarray | None, transform: Transform, moments: Moments
-) -> tuple[np.ndarray, np.ndarray]:
+    X: np.ndarray, y: np.ndarray | None, transform: Transform, layout: _Layout
+) -> _Exact:
     """A dask block, validated where it is computed (it was never seen as a whole)."""
     if not np.all(np.isfinite(X)) or (y is not None and not np.all(np.isfinite(y))):
         raise InvalidArgumentError("`X` and `y` must be finite; a partition holds NaN or inf.")
-    return _block_statistics(X, y, transform, moments)
+    return _exact_sums(X, y, transform, layout)
 
 
-def _tree_sum(parts: list[Any], delayed: Any, compute: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Pairwise sum of the partial statistics: only d×d sums travel, never the rows."""
+def _tree_sum(parts: list[Any], delayed: Any, compute: Any) -> _Exact:
+    """Pairwise sum of the partial exact sums: only d×d sums travel, never the rows."""
     if not parts:
         raise InvalidArgumentError("`X` must have at least one row.")
     while len(parts) > 1:
@@ -286,10 +539,8 @@ def _tree_sum(parts: list[Any], delayed: Any, compute: Any) -> tuple[np.ndarray,
             for i in range(0, len(parts), 2)
         ]
     (result,) = compute(parts[0])
-    return result[0], result[1]
+    return result  # type: ignore[no-any-return]
 
 
-def _add_pair(
-    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    return a[0] + b[0], a[1] + b[1]
+def _add_pair(a: _Exact, b: _Exact) -> _Exact:
+    return a + b

@@ -233,21 +233,19 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
             else self._transform()
         )
 
-        def moments(Xb: np.ndarray, yb: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-            assert yb is not None
-            if logistic:
-                c1 = Xb.T @ (0.5 - yb)
-                c2 = Xb.T @ Xb / 8.0
-                c0 = 0.0
-            else:
-                c1 = -2.0 * (Xb.T @ yb)
-                c2 = Xb.T @ Xb
-                c0 = float(yb @ yb)
-            return c2, np.concatenate([[c0], c1])
-
-        c2, head = _data.sufficient_statistics(Xd, yd, transform, moments=moments)
+        if logistic:  # C₁ = Σ x(½ − y), C₂ = Σ xxᵀ/8, C₀ = 0 (constant in w)
+            moments = _data.Moments(
+                lambda Xb, yb: (None, 0.5 - np.asarray(yb), None), b=(-0.5, 0.5)
+            )
+        else:  # C₀ = Σ y², C₁ = −2 Σ xy, C₂ = Σ xxᵀ
+            moments = _data.Moments(
+                lambda Xb, yb: (None, yb, np.square(np.asarray(yb))), c=(0.0, 1.0)
+            )
+        stats = _data.sufficient_statistics(Xd, yd, transform, moments)
         self.n_features_in_ = int(Xd.shape[1])
-        return float(head[0]), head[1:], c2, int(Xd.shape[1])
+        if logistic:  # dyadic factors: exact
+            return 0.0, stats.vector, stats.gram / 8.0, int(Xd.shape[1])
+        return stats.scalar, -2.0 * stats.vector, stats.gram, int(Xd.shape[1])
 
     def _sensitivities(self, d: int, adjacency: str) -> dict[str, float]:
         """True sensitivities (sums, unit bounds) of every release, per the docstring."""

@@ -154,26 +154,29 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         return cap, max(self._y_bound(), cap), cap
 
     def _moments(self, theta: np.ndarray) -> _data.Moments:
+        """Weights (aᵢ, bᵢ) of Σ aᵢx̃ᵢx̃ᵢᵀ and Σ bᵢx̃ᵢ at θ, within the bounds of :meth:`_bounds`."""
         cap = float(self.weight_cap)
         loss = self.loss
 
-        def moments(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        def weights(X: np.ndarray, y: np.ndarray | None) -> tuple[Any, Any, Any]:
             assert y is not None
             eta = X @ theta
             if loss == "lad":
-                weights = 1.0 / np.maximum(1.0 / cap, np.abs(y - eta))
-                vector = X.T @ (weights * y)
-            elif loss == "logistic":
+                w = 1.0 / np.maximum(1.0 / cap, np.abs(y - eta))
+                return w, w * y, None
+            if loss == "logistic":
                 mu = special.expit(eta)
-                weights = mu * (1.0 - mu)
-                vector = X.T @ (y - mu)
-            else:
-                mu = np.minimum(np.exp(np.minimum(eta, 700.0)), cap)
-                weights = mu
-                vector = X.T @ (y - mu)
-            return (X * weights[:, None]).T @ X, vector
+                return mu * (1.0 - mu), y - mu, None
+            mu = np.minimum(np.exp(np.minimum(eta, 700.0)), cap)
+            return mu, y - mu, None
 
-        return moments
+        if loss == "lad":
+            a, b = (0.0, cap), (-cap, cap)
+        elif loss == "logistic":
+            a, b = (0.0, 0.25), (-1.0, 1.0)
+        else:
+            a, b = (0.0, cap), (-cap, self._y_bound())
+        return _data.Moments(weights, a=a, b=b)
 
     # -- the schedule -----------------------------------------------------------------------
 
@@ -288,7 +291,8 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         # the first pass before any check or charge: malformed data (labels, NaN in a
         # dask partition) fails here, having decided nothing and spent nothing
         theta = np.zeros(d)
-        first_pass = _data.sufficient_statistics(Xd, yd, transform, moments=self._moments(theta))
+        first = _data.sufficient_statistics(Xd, yd, transform, self._moments(theta))
+        first_pass = (first.gram, first.vector)
         # every iteration's statistics are bounded by n·(row bounds) whatever θ is: check
         # that the noise grid can hold such values before the first release
         w, r, _ = self._bounds(d)
@@ -300,11 +304,9 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         own = ledger is None
         ledger, generator = self._open_ledger(mechanisms, ledger)
         for t in range(iterations):
-            matrix, vector = (
-                first_pass
-                if t == 0
-                else _data.sufficient_statistics(Xd, yd, transform, moments=self._moments(theta))
-            )
+            if t > 0:
+                stats = _data.sufficient_statistics(Xd, yd, transform, self._moments(theta))
+            matrix, vector = first_pass if t == 0 else (stats.gram, stats.vector)
             m_first, m_second = mechanisms[2 * t], mechanisms[2 * t + 1]
             noisy_vector = np.asarray(
                 ledger.release(

@@ -803,9 +803,13 @@ class _LinearRegression(_BoundedThetaRegression):
         X = _data.as_design(X)
         rows = None if _data.is_dask(X) else X.shape[0]
         y = _data.as_target(y, rows)
-        gram, moment = _data.sufficient_statistics(
-            X, y, lambda Xb, yb: self._model_rows(Xb, yb, "l2")
+        stats = _data.sufficient_statistics(
+            X,
+            y,
+            lambda Xb, yb: self._model_rows(Xb, yb, "l2"),
+            _data.Moments(lambda Z, yc: (None, yc, None), row_norm=b, b=(-y_bound, y_bound)),
         )
+        gram, moment = stats.gram, stats.vector
         features = int(X.shape[1])
         self.n_features_in_ = features
         mechanism = _LinearRelease(

@@ -273,9 +273,9 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
         X = _data.as_design(X)
         rows = None if _data.is_dask(X) else X.shape[0]
         y = _data.as_target(y, rows)
-        xtx, xty = _data.sufficient_statistics(X, y, self._transform())
+        stats = _data.sufficient_statistics(X, y, self._transform())
         self.n_features_in_ = int(X.shape[1])
-        return xtx, xty, int(X.shape[1])
+        return stats.gram, stats.vector, int(X.shape[1])
 
     def _gaussian(self, sigma: float, sensitivity: float, dimension: int) -> Gaussian:
         return Gaussian(sigma, sensitivity, dimension=dimension, safe=bool(self.safe_noise))

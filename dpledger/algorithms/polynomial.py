@@ -192,6 +192,34 @@ class PolynomialLoss:
         h1 = g1 - 2 * a * g2
         return float(h0.sum()), X.T @ h1, (X * g2[:, None]).T @ X
 
+    def moments(self) -> tuple[Any, float]:
+        """(exact-sum specification of (C₀, C₁, C₂), factor of the Gram sum).
+
+        The weights per row are (g₂, g₁, g₀) (expansion at 0), each kept within its range
+        over the label domain (the ranges the sensitivities are derived from); rows are in
+        the unit ball (scaled). A g₂ that does not depend on the label (squared loss: 1,
+        logistic: 1/8) is not a weight: the plain Gram sum is multiplied by it instead.
+        """
+        from dpledger.algorithms import _data
+
+        g0, g1, g2 = self.functions()
+        a = float(self.point)
+
+        def weights(X: np.ndarray, y: np.ndarray | None) -> tuple[Any, Any, Any]:
+            assert y is not None
+            v0, v1, v2 = g0(y), g1(y), g2(y)
+            return v2, v1 - 2 * a * v2, v0 - a * v1 + a * a * v2
+
+        if a != 0.0:
+            raise InvalidArgumentError(
+                "the coefficient ranges are derived for an expansion at point 0; expand at 0."
+            )
+        r0, r1, r2 = (self._range(gk) for gk in self._g)
+        if not self._g[2].has(self.label):
+            constant = float(self._g[2])
+            return _data.Moments(lambda X, y: (None, *weights(X, y)[1:]), b=r1, c=r0), constant
+        return _data.Moments(weights, a=r2, b=r1, c=r0), 1.0
+
     # -- sensitivities -------------------------------------------------------------------
 
     def _range(self, expr: Any) -> tuple[float, float]:
@@ -351,14 +379,10 @@ class FMPolynomialRegression(_FunctionalMechanism):
         def transform(Xb: np.ndarray, yb: np.ndarray | None) -> tuple[np.ndarray, Any]:
             return rows(Xb), None if yb is None else loss.label_values(yb)
 
-        def moments(Xb: np.ndarray, yb: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-            assert yb is not None
-            c0, c1, c2 = loss.arrays(Xb, yb)
-            return c2, np.concatenate([[c0], c1])
-
-        c2, head = _data.sufficient_statistics(Xd, yd, transform, moments=moments)
+        moments, factor = loss.moments()
+        stats = _data.sufficient_statistics(Xd, yd, transform, moments)
         self.n_features_in_ = int(Xd.shape[1])
-        return float(head[0]), head[1:], c2, int(Xd.shape[1])
+        return stats.scalar, stats.vector, factor * stats.gram, int(Xd.shape[1])
 
     def _sensitivities(self, d: int, adjacency: str) -> dict[str, float]:
         return self._loss().sensitivities(adjacency, 1.0)  # rows are scaled to the unit ball

@@ -39,6 +39,25 @@ from dpledger.mechanisms import Gaussian
 __all__ = ["PrivateStandardScaler"]
 
 
+def _unit_sums(
+    X: Any, unit: _data.Transform, features: int
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """(n, Σu, Σu²) per feature, summed exactly (u ∈ [0, 1] on the grid of :mod:`._data`)."""
+
+    def rows(block: np.ndarray, _: Any) -> tuple[np.ndarray, None]:
+        u, _ = unit(block, None)
+        return np.hstack([u, u * u]), None
+
+    def ones(Z: np.ndarray, _: Any) -> tuple[None, np.ndarray, np.ndarray]:
+        return None, np.ones(Z.shape[0]), np.ones(Z.shape[0])
+
+    spec = _data.Moments(
+        ones, row_norm=math.sqrt(2 * features), b=(1.0, 1.0), c=(1.0, 1.0), gram=False
+    )
+    stats = _data.sufficient_statistics(X, None, rows, spec)
+    return stats.scalar, stats.vector[:features], stats.vector[features:]
+
+
 class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore[misc]
     """Standardise features with privately released means and standard deviations.
 
@@ -118,13 +137,7 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
             # record-local: clip to the declared range, map it onto [0, 1]
             return (np.clip(block, lo, hi) - lo) / width, None
 
-        def moments(block: np.ndarray, _: Any) -> tuple[np.ndarray, np.ndarray]:
-            # (count and Σu² in a 1×(d+1) "matrix", Σu as the vector)
-            row = np.concatenate([[block.shape[0]], (block**2).sum(axis=0)])
-            return row[None, :], block.sum(axis=0)
-
-        counts_squares, sums = _data.sufficient_statistics(Xd, None, unit, moments=moments)
-        n, squares = float(counts_squares[0, 0]), counts_squares[0, 1:]
+        n, sums, squares = _unit_sums(Xd, unit, features)
         # u ∈ [0, 1]: one record moves Σu and Σu² by at most 1 per feature, either way
         root_d = math.sqrt(features)
         deltas = [root_d, root_d] if adjacency == ev.REPLACE_ONE else [root_d, root_d, 1.0]
