@@ -114,3 +114,51 @@ def test_descriptive_values_stay_within_their_bounds_on_the_grid():
     values = np.full((1000, 1), 0.1)
     total = descriptive._per_group(values, None, 1, [(-0.1, 0.1)])
     assert Fraction(total[0, 0]) <= 1000 * Fraction(0.1)
+
+
+def test_noisy_gd_steps_sum_the_clipped_gradients_exactly(monkeypatch):
+    import warnings
+
+    from dpledger import Ledger
+    from dpledger.algorithms import NoisyGD
+
+    released: list[np.ndarray] = []
+    original = Ledger.release
+
+    def recording(self, mechanism, value, *args, **kwargs):
+        released.append(np.array(value, dtype=float))  # the statistic, before its noise
+        return original(self, mechanism, value, *args, **kwargs)
+
+    monkeypatch.setattr(Ledger, "release", recording)
+    X, y = _wild_rows(20_000, 3, seed=6)
+    order = np.random.default_rng(0).permutation(len(X))
+    runs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the same seed twice, on purpose
+        for rows in (slice(None), order):
+            released.clear()
+            NoisyGD(
+                epsilon=1.0,
+                delta=1e-5,
+                x_bound=1.0,
+                y_bound=1.0,
+                clip=0.5,
+                steps=3,
+                adjacency="replace_one",
+                rng=0,
+            ).fit(X[rows], y[rows])
+            runs.append(list(released))
+    assert len(runs[0]) == 3
+    for first, second in zip(runs[0], runs[1], strict=True):
+        np.testing.assert_array_equal(first, second)
+
+
+def test_wide_rows_stay_within_their_norm_exactly():
+    # many columns: the bound check on the squared norms stays exact
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(20, 6_000))
+    X /= np.linalg.norm(X, axis=1)[:, None]
+    grid, scale = statistics._rows_on_grid(X, 1.0, 20)
+    for row in grid:
+        assert sum(int(m) ** 2 for m in row) <= 2**40
+    assert scale == 1.0

@@ -250,16 +250,23 @@ def _rows_on_grid(X: np.ndarray, norm: float, bits: int) -> tuple[np.ndarray, fl
     unit = 2.0**bits
     limit = float(((Fraction(norm) / Fraction(scale) * 2**bits) ** 2).__floor__())
     grid = np.rint(X / scale * unit)
-    # exact: entries ≤ 2^bits + 1, at most 2¹³ columns, so every partial sum is an integer
-    # below 2⁵³
-    squares = np.einsum("ij,ij->i", grid, grid)
+    squares = _squared_norms(grid)
     outside = squares > limit
     if outside.any():
         grid[outside] = np.trunc(X[outside] / scale * unit * (1.0 - 2.0**-30))
-        again = np.einsum("ij,ij->i", grid[outside], grid[outside])
+        again = _squared_norms(grid[outside])
         if np.any(again > limit):
             raise InvalidArgumentError("internal error: a transformed row exceeds its bound.")
     return grid, scale
+
+
+def _squared_norms(grid: np.ndarray) -> np.ndarray:
+    """Σⱼ mᵢⱼ² per row of grid integers, exact wherever it decides the bound check.
+
+    The terms are non-negative integers: every partial sum up to 2⁵³ is exact, and a sum
+    beyond 2⁵³ rounds to a value still above any limit (≤ 2⁴²) — in any column count.
+    """
+    return np.asarray(np.einsum("ij,ij->i", grid, grid))
 
 
 @dataclass
@@ -411,7 +418,7 @@ def sufficient_statistics(
     the same whatever the order of the rows or their chunking, each rounded once.
     """
     features = int(X.shape[1]) if len(getattr(X, "shape", ())) == 2 else 0
-    if features > MAX_FEATURES:
+    if moments.gram and features > MAX_FEATURES:
         raise InvalidArgumentError(
             f"`X` has {features:,} columns: XᵀX would hold {features:,}² floats "
             f"({8 * features**2 / 2**30:.1f} GiB per copy, several copies, and an O(d³) "

@@ -79,6 +79,26 @@ _MAX_WEIGHT = 1e150
 """The public ball the iterate is projected onto after each step (never binds in practice)."""
 
 
+def _exact_sum(rows: np.ndarray, clip: float) -> np.ndarray:
+    """Σ of the clipped gradients, exactly (on the grid of :mod:`._data`, each ‖·‖ ≤ clip).
+
+    A float sum's error depends on the order and on every other row, and can exceed the
+    sensitivity C at scale (Casacuberta et al. 2022); the exact sum's cannot.
+    """
+    if rows.shape[0] == 0:
+        return np.zeros(rows.shape[1])
+    spec = _data.Moments(_ones, row_norm=clip, b=(1.0, 1.0), gram=False)
+    return _data.sufficient_statistics(rows, None, _unchanged, spec).vector
+
+
+def _ones(rows: np.ndarray, _: Any) -> tuple[None, np.ndarray, None]:
+    return None, np.ones(rows.shape[0]), None
+
+
+def _unchanged(rows: np.ndarray, _: Any) -> tuple[np.ndarray, None]:
+    return rows, None
+
+
 def _check_clip(value: Any) -> float:
     clip = check_positive("clip", value)
     if not 2.0**-900 <= clip <= 2.0**470:
@@ -192,7 +212,7 @@ class _NoisyGD(_SufficientStatisticsRegression):
             # a row whose gradient overflows contributes nothing (record-local); the others
             # are clipped with exact norms (no under- or overflow, re-checked after scaling)
             grads[~np.isfinite(grads).all(axis=1)] = 0.0
-            total = _clip_rows(grads, clip, "l2").sum(axis=0)
+            total = _exact_sum(_clip_rows(grads, clip, "l2"), clip)
             label = f"{type(self).__name__}: step {t + 1}"
             noisy: np.ndarray = np.asarray(ledger.release(mechanism, total, generator, label=label))
             expected = size * (1.0 if rate is None else rate)
