@@ -162,3 +162,45 @@ def test_wide_rows_stay_within_their_norm_exactly():
     for row in grid:
         assert sum(int(m) ** 2 for m in row) <= 2**40
     assert scale == 1.0
+
+
+def test_a_range_narrower_than_a_grid_step_keeps_values_within_the_bound():
+    # helper-33: no grid point in [low, high] used to clip to one beyond the bound
+    (total,) = descriptive._per_group(
+        np.full((1, 1), -0.1), None, 1, [(float(np.nextafter(-0.1, -1.0)), -0.1)]
+    )[0]
+    assert abs(Fraction(total)) <= abs(Fraction(np.nextafter(-0.1, -1.0)))
+    _, lowest, highest = statistics._grid_range(0.7, 0.7, 20)
+    assert lowest == highest and Fraction(highest, 2**20) <= Fraction(0.7)
+
+
+def test_fm_linear_squares_the_same_label_it_sums():
+    # relaxed FM's joint sensitivity 4 assumes C₀'s y² is the square of C₁'s y (helper-33)
+    from dpledger.algorithms.functional import _linear_weights
+
+    y = np.array([1.0, -0.9999995231628418, 0.123456789])
+    _, b, c = _linear_weights(None, y)
+    np.testing.assert_array_equal(c, b * b)
+    assert np.all(b * 2.0**20 == np.rint(b * 2.0**20))
+
+
+def test_a_transformed_row_that_is_not_finite_is_refused_before_any_charge():
+    from dpledger import Ledger
+    from dpledger.algorithms import PrivateStandardScaler
+    from dpledger.errors import InvalidArgumentError
+
+    ledger = Ledger(1.0, 1e-5)
+    X = np.zeros((10, 1))
+    X[0, 0] = 1e308
+    with pytest.raises(InvalidArgumentError, match="finite width"):
+        PrivateStandardScaler(
+            epsilon=0.5,
+            delta=1e-6,
+            bounds=(-1e308, 1e308),
+            ledger=ledger,
+            adjacency="add_remove",
+            rng=0,
+        ).fit(X)
+    assert ledger.spent[0] == 0
+    with pytest.raises(InvalidArgumentError, match="not finite"):
+        statistics._rows_on_grid(np.array([[np.nan, 0.0]]), 1.0, 20)

@@ -227,6 +227,9 @@ def _grid_range(low: float, high: float, bits: int) -> tuple[float, int, int]:
     unit = Fraction(2**bits) / Fraction(scale)
     lowest = -((-Fraction(low) * unit).__floor__())  # ⌈low·unit⌉, exactly
     highest = (Fraction(high) * unit).__floor__()
+    if lowest > highest:  # no grid point in a range narrower than a step: every value
+        # goes to the neighbouring point nearer zero (|·| ≤ the bound; neighbours agree)
+        lowest = highest = highest if low > 0 else lowest
     return scale, int(lowest), int(highest)
 
 
@@ -246,6 +249,11 @@ def _rows_on_grid(X: np.ndarray, norm: float, bits: int) -> tuple[np.ndarray, fl
     Rounded to nearest; a row the rounding pushes past the norm (one on the boundary) is
     rounded toward zero from slightly inside instead, which cannot leave the ball.
     """
+    if not np.all(np.isfinite(X)):
+        raise InvalidArgumentError(
+            "a transformed row is not finite (declared bounds so wide that their width "
+            "overflows?): rescale the data and its bounds."
+        )
     scale = _power_of_two_above(norm)
     unit = 2.0**bits
     limit = float(((Fraction(norm) / Fraction(scale) * 2**bits) ** 2).__floor__())

@@ -207,6 +207,16 @@ def gaussian_fm_split(
     return 1.0, ratio, math.sqrt(squared(ratio))
 
 
+def _linear_weights(X: np.ndarray, y: Any) -> tuple[None, np.ndarray, np.ndarray]:
+    """(–, y, y²), y put on the exact sums' grid first (2⁻²⁰ of its bound 1).
+
+    Then C₀'s term is exactly the square of the y in C₁'s: relaxed FM's joint sensitivity
+    (4 under replace-one) assumes it.
+    """
+    grid = np.rint(np.asarray(y, dtype=float) * 2.0**20) * 2.0**-20
+    return None, grid, grid * grid
+
+
 class _FunctionalMechanism(_SufficientStatisticsRegression):
     """Shared parts: coefficients in one pass, releases per method, the noisy minimiser."""
 
@@ -238,9 +248,7 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
                 lambda Xb, yb: (None, 0.5 - np.asarray(yb), None), b=(-0.5, 0.5)
             )
         else:  # C₀ = Σ y², C₁ = −2 Σ xy, C₂ = Σ xxᵀ
-            moments = _data.Moments(
-                lambda Xb, yb: (None, yb, np.square(np.asarray(yb))), c=(0.0, 1.0)
-            )
+            moments = _data.Moments(_linear_weights, c=(0.0, 1.0))
         stats = _data.sufficient_statistics(Xd, yd, transform, moments)
         self.n_features_in_ = int(Xd.shape[1])
         if logistic:  # dyadic factors: exact

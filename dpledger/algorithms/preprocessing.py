@@ -114,6 +114,11 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
                 f"feature). Found {self.bounds!r}."
             )
         lo, hi = pairs[:, 0], pairs[:, 1]
+        if not np.all(np.isfinite(hi - lo)):
+            raise InvalidArgumentError(
+                "`bounds` must have a finite width hi − lo (rescale the data). "
+                f"Found {self.bounds!r}."
+            )
         if np.any(lo >= hi):
             raise InvalidArgumentError(f"`bounds` must have lo < hi. Found {self.bounds!r}.")
         return lo, hi
