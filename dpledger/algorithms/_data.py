@@ -10,6 +10,7 @@ so no floating-point error that grows with the number of rows enters a release.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,9 +21,11 @@ import numpy as np
 
 from dpledger._validation import check_positive
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
+from dpledger.mechanisms.exact_value import ExactValue
 
 __all__ = [
     "GRAM",
+    "ExactSums",
     "Moments",
     "Statistics",
     "as_design",
@@ -178,11 +181,37 @@ GRAM = Moments(lambda X, y: (None, y, None))
 
 @dataclass(frozen=True)
 class Statistics:
-    """Σ aᵢx̃ᵢx̃ᵢᵀ, Σ bᵢx̃ᵢ (zeros if no b) and Σ cᵢ (0 if no c), each correctly rounded."""
+    """Σ aᵢx̃ᵢx̃ᵢᵀ, Σ bᵢx̃ᵢ (zeros if no b) and Σ cᵢ (0 if no c), each correctly rounded.
+
+    ``exact`` holds the same three sums as :class:`~dpledger.mechanisms.ExactValue`: what
+    a release passes to its mechanism, so that the grid floors the exact sum.
+    """
 
     gram: np.ndarray
     vector: np.ndarray
     scalar: float
+    exact: ExactSums
+
+
+class ExactSums:
+    """The exact Σ aᵢx̃ᵢx̃ᵢᵀ, Σ bᵢx̃ᵢ and Σ cᵢ (a 1-entry array), built when first asked for."""
+
+    def __init__(self, exact: _Exact, units: tuple[float, float, float]) -> None:
+        self._exact = exact
+        self._units = units
+
+    @functools.cached_property
+    def gram(self) -> ExactValue:
+        return ExactValue.from_integers(self._exact.gram, self._units[0] or 1.0)
+
+    @functools.cached_property
+    def vector(self) -> ExactValue:
+        return ExactValue.from_integers(self._exact.vector, self._units[1] or 1.0)
+
+    @functools.cached_property
+    def scalar(self) -> ExactValue:
+        scalar = np.array([self._exact.scalar], dtype=object)
+        return ExactValue.from_integers(scalar, self._units[2] or 1.0)
 
 
 # -- exact sums -----------------------------------------------------------------------
@@ -345,10 +374,12 @@ class _Layout:
     def result(self, exact: _Exact) -> Statistics:
         """The exact sums in data units, each rounded to the nearest float once."""
         g_unit, v_unit, c_unit = self.scales()
+        scalar = np.array([exact.scalar], dtype=object)
         return Statistics(
             _scaled(exact.gram, g_unit),
             _scaled(exact.vector, v_unit),
-            float(_scaled(np.array([exact.scalar], dtype=object), c_unit)[0]),
+            float(_scaled(scalar, c_unit)[0]),
+            ExactSums(exact, (g_unit, v_unit, c_unit)),
         )
 
 
@@ -374,13 +405,14 @@ def exact_column_sums(
     bounds: list[tuple[float, float]],
     group: np.ndarray | None = None,
     n_groups: int = 1,
-) -> np.ndarray:
+) -> ExactValue:
     """Column sums (per group: n_groups × columns) of values within per-column ``bounds``.
 
     Each value is put on the grid 2⁻⁴⁰·P of its column (P the power of two ≥ the larger
     |bound|), rounded to nearest and kept within [low, high] (record-local), and the grid
-    integers are summed exactly in integers: the result is the exact sum, rounded once,
-    whatever the order of the rows. Rows with a negative ``group`` are left out.
+    integers are summed exactly in integers: the result is the exact sum (an
+    :class:`~dpledger.mechanisms.ExactValue`; ``numpy.asarray`` rounds it once), whatever
+    the order of the rows. Rows with a negative ``group`` are left out.
     """
     values = np.asarray(values, dtype=float)
     if values.ndim == 1:
@@ -405,10 +437,8 @@ def exact_column_sums(
             keep = g >= 0
             np.add.at(part, g[keep], integers[keep])
         total = total + part.astype(object)
-    out = np.empty((n_groups, columns))
-    for j in range(columns):
-        out[:, j] = _scaled(total[:, j], float(scales[j]) * 2.0**-_PRODUCT_BITS)
-    return out
+    units = [Fraction(float(scale)) * Fraction(1, 2**_PRODUCT_BITS) for scale in scales]
+    return ExactValue.from_integers(total, np.array(units, dtype=object)[None, :])
 
 
 MAX_FEATURES = 4096

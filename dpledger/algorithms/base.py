@@ -33,7 +33,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -49,6 +49,7 @@ from dpledger.errors import (
 )
 from dpledger.ledger import Ledger
 from dpledger.mechanisms._rng import resolve_rng
+from dpledger.mechanisms.exact_value import ExactValue
 
 __all__ = [
     "ADJACENCIES",
@@ -390,8 +391,15 @@ def symmetric_from_upper(values: np.ndarray, dimension: int) -> np.ndarray:
     return out
 
 
-def upper(matrix: np.ndarray) -> np.ndarray:
+@overload
+def upper(matrix: ExactValue) -> ExactValue: ...
+@overload
+def upper(matrix: np.ndarray) -> np.ndarray: ...
+def upper(matrix: Any) -> Any:
     """w(M) = (Mᵢᵢ, √2·Mᵢⱼ for i < j): ‖w(M)‖₂ = ‖M‖_F for symmetric M.
+
+    An :class:`~dpledger.mechanisms.ExactValue` stays exact (√2 carried symbolically, so
+    the mechanism floors the exact w(M) to its grid).
 
     Gaussian noise N(0, σ²I) on w(M), mapped back, is symmetric noise with variance σ²
     on the diagonal and σ²/2 off it (the distribution of (Z + Zᵀ)/2 used by Wang 2018):
@@ -400,6 +408,8 @@ def upper(matrix: np.ndarray) -> np.ndarray:
     """
     dimension = matrix.shape[0]
     rows, cols = np.triu_indices(dimension)
+    if isinstance(matrix, ExactValue):
+        return matrix[rows, cols].scaled_root2(rows != cols)
     scale = np.where(rows == cols, 1.0, math.sqrt(2.0))
     return np.asarray(matrix[rows, cols] * scale, dtype=float)
 

@@ -181,7 +181,8 @@ class CapeFM:
             except (TypeError, ValueError):
                 raise InvalidArgumentError(f"`sites[{k}]` must be an (X, y) pair.") from None
             _, c1, c2, features = self._site_model(epsilon, delta)._coefficients(X, y)
-            arrays.append((c1, upper(c2), features))
+            # float noise (below): the exact sums are rounded once, to the nearest float
+            arrays.append((np.asarray(c1), upper(np.asarray(c2)), features))
         if len({a[2] for a in arrays}) != 1:
             raise InvalidArgumentError("every site must have the same features.")
         d = arrays[0][0].size

@@ -45,7 +45,7 @@ from dpledger.algorithms import _data
 from dpledger.algorithms.base import noise_generator
 from dpledger.calibrate import mechanism as calibrated_mechanism
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
-from dpledger.mechanisms import DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace
+from dpledger.mechanisms import DiscreteGaussian, DiscreteLaplace, ExactValue, Gaussian, Laplace
 from dpledger.mechanisms.base import Mechanism
 
 __all__ = ["count", "histogram", "mean", "sum", "variance"]
@@ -233,17 +233,22 @@ class _Plan:
         if epsilon is not None:
             epsilon = check_positive("epsilon", epsilon)
         self.share = share
-        self.items: list[tuple[np.ndarray, bool, float, float, str]] = []
+        self.items: list[tuple[Any, bool, float, float, str]] = []
 
-    def add(self, value: np.ndarray, integer: bool, l1: float, l2: float, label: str) -> None:
-        """One release: the vector, whether it is integer-valued, its sensitivities."""
+    def add(
+        self, value: np.ndarray | ExactValue, integer: bool, l1: float, l2: float, label: str
+    ) -> None:
+        """One release: the vector, whether it is integer-valued, its sensitivities.
+
+        Sums stay exact (:class:`~dpledger.mechanisms.ExactValue`) up to the mechanism.
+        """
         self.items.append((value, integer, l1, l2, label))
 
     def add_count(self, rows: int, group: np.ndarray | None, n_groups: int) -> None:
         """The release of the number of ``rows`` records (per group): integer-valued."""
         l1, l2 = _count_sensitivity(self.ledger.adjacency)
         counts = _per_group(np.ones((rows, 1)), group, n_groups, [(1.0, 1.0)])
-        self.add(counts.reshape(-1), True, l1, l2, "count")
+        self.add(counts.floor_steps(1.0).reshape(-1), True, l1, l2, "count")  # exact integers
 
     def add_sums(
         self,
@@ -319,12 +324,13 @@ def _clip(values: np.ndarray, bounds: list[Bounds]) -> np.ndarray:
 
 def _per_group(
     values: np.ndarray, group: np.ndarray | None, n_groups: int, bounds: list[Bounds]
-) -> np.ndarray:
+) -> ExactValue:
     """Column sums per group (groups × columns), or (1 × columns) without groups.
 
-    Exact sums of the values on a fixed grid within their ``bounds`` (record-local), rounded
-    once: a floating-point sum's error grows with the rows and depends on their order and
-    on every other row, and can exceed the sensitivity at scale (Casacuberta et al. 2022).
+    Exact sums of the values on a fixed grid within their ``bounds`` (record-local), kept
+    exact up to the release grid (:class:`~dpledger.mechanisms.ExactValue`): a
+    floating-point sum's error grows with the rows and depends on their order and on every
+    other row, and can exceed the sensitivity at scale (Casacuberta et al. 2022).
     """
     return _data.exact_column_sums(values, bounds, group, n_groups)
 

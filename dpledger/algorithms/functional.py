@@ -89,6 +89,7 @@ from dpledger.algorithms.linear import (
 )
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, Laplace
+from dpledger.mechanisms.exact_value import ExactValue, concatenate
 
 __all__ = [
     "FM_METHODS",
@@ -101,12 +102,17 @@ __all__ = [
 FM_METHODS = ("gaussian", "relaxed", "original")
 
 
-def _monomials(c0: float | None, c1: np.ndarray, c2: np.ndarray) -> np.ndarray:
-    """The vector of monomial coefficients: C₀, C₁, diag C₂, 2·C₂ⱼₖ (j < k)."""
+def _monomials(c0: Any, c1: Any, c2: Any) -> Any:
+    """The vector of monomial coefficients: C₀, C₁, diag C₂, 2·C₂ⱼₖ (j < k).
+
+    Exact for :class:`~dpledger.mechanisms.ExactValue` coefficients, float for arrays.
+    """
     rows, cols = np.triu_indices(c2.shape[0])
-    quadratic = np.where(rows == cols, 1.0, 2.0) * c2[rows, cols]
-    head = [] if c0 is None else [c0]
-    return np.concatenate([head, c1, quadratic])
+    factors = np.where(rows == cols, 1, 2)
+    if isinstance(c2, ExactValue):
+        head = [] if c0 is None else [c0]
+        return concatenate([*head, c1, c2[rows, cols].times(factors)])
+    return np.concatenate([[] if c0 is None else [c0], c1, factors * c2[rows, cols]])
 
 
 def _from_monomials(vector: np.ndarray, d: int, with_c0: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -232,8 +238,12 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
             )
         return str(self.method)
 
-    def _coefficients(self, X: Any, y: Any) -> tuple[float, np.ndarray, np.ndarray, int]:
-        """(C₀, C₁, C₂) summed over the rows, and the number of features."""
+    def _coefficients(self, X: Any, y: Any) -> tuple[ExactValue, ExactValue, ExactValue, int]:
+        """(C₀ (one entry), C₁, C₂) summed over the rows, exactly, and the number of features.
+
+        Exact (:class:`~dpledger.mechanisms.ExactValue`): the mechanism floors the exact
+        coefficients (whitened, or as monomials) to its grid.
+        """
         Xd = _data.as_design(X)
         yd = _data.as_target(y, None if _data.is_dask(Xd) else Xd.shape[0])
         logistic = self.loss == "logistic"
@@ -251,9 +261,10 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
             moments = _data.Moments(_linear_weights, c=(0.0, 1.0))
         stats = _data.sufficient_statistics(Xd, yd, transform, moments)
         self.n_features_in_ = int(Xd.shape[1])
-        if logistic:  # dyadic factors: exact
-            return 0.0, stats.vector, stats.gram / 8.0, int(Xd.shape[1])
-        return stats.scalar, -2.0 * stats.vector, stats.gram, int(Xd.shape[1])
+        exact, d = stats.exact, int(Xd.shape[1])
+        if logistic:
+            return exact.scalar * 0, exact.vector, exact.gram / 8, d
+        return exact.scalar, exact.vector * -2, exact.gram, d
 
     def _sensitivities(self, d: int, adjacency: str) -> dict[str, float]:
         """True sensitivities (sums, unit bounds) of every release, per the docstring."""
@@ -382,7 +393,7 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
                         Release(
                             "C0",
                             Gaussian(paper["c0"] * classical / epsilon, true["c0"], safe=safe),
-                            np.array([c0]),
+                            c0,
                         ),
                     ]
                     if not logistic
@@ -415,7 +426,7 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
                 n2[cols, rows] = upper_noisy
             else:
                 a1, a2, sensitivity = self._noise_shape(d, adjacency, true)
-                whitened = np.concatenate([c1 / a1, upper(c2) / a2])
+                whitened = concatenate([c1 / a1, upper(c2) / a2])
 
                 def scaled(p: float) -> list[Any]:
                     return [Gaussian(p, sensitivity, dimension=whitened.size, safe=safe)]

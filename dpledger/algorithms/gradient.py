@@ -45,7 +45,7 @@ from dpledger.algorithms.linear import (
     _SufficientStatisticsRegression,
 )
 from dpledger.errors import InvalidArgumentError
-from dpledger.mechanisms import Gaussian
+from dpledger.mechanisms import ExactValue, Gaussian
 
 __all__ = ["MAX_STEPS", "NoisyGD", "NoisyGDClassifier"]
 
@@ -79,16 +79,17 @@ _MAX_WEIGHT = 1e150
 """The public ball the iterate is projected onto after each step (never binds in practice)."""
 
 
-def _exact_sum(rows: np.ndarray, clip: float) -> np.ndarray:
+def _exact_sum(rows: np.ndarray, clip: float) -> ExactValue:
     """Σ of the clipped gradients, exactly (on the grid of :mod:`._data`, each ‖·‖ ≤ clip).
 
     A float sum's error depends on the order and on every other row, and can exceed the
-    sensitivity C at scale (Casacuberta et al. 2022); the exact sum's cannot.
+    sensitivity C at scale (Casacuberta et al. 2022); the exact sum's cannot. It stays
+    exact up to the mechanism, which floors it to its grid exactly.
     """
     if rows.shape[0] == 0:
-        return np.zeros(rows.shape[1])
+        return ExactValue.from_integers(np.zeros(rows.shape[1], dtype=np.int64))
     spec = _data.Moments(_ones, row_norm=clip, b=(1.0, 1.0), gram=False)
-    return _data.sufficient_statistics(rows, None, _unchanged, spec).vector
+    return _data.sufficient_statistics(rows, None, _unchanged, spec).exact.vector
 
 
 def _ones(rows: np.ndarray, _: Any) -> tuple[None, np.ndarray, None]:

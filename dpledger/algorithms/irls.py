@@ -291,8 +291,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         # the first pass before any check or charge: malformed data (labels, NaN in a
         # dask partition) fails here, having decided nothing and spent nothing
         theta = np.zeros(d)
-        first = _data.sufficient_statistics(Xd, yd, transform, self._moments(theta))
-        first_pass = (first.gram, first.vector)
+        stats = _data.sufficient_statistics(Xd, yd, transform, self._moments(theta))
         # every iteration's statistics are bounded by n·(row bounds) whatever θ is: check
         # that the noise grid can hold such values before the first release
         w, r, _ = self._bounds(d)
@@ -306,11 +305,13 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         for t in range(iterations):
             if t > 0:
                 stats = _data.sufficient_statistics(Xd, yd, transform, self._moments(theta))
-            matrix, vector = first_pass if t == 0 else (stats.gram, stats.vector)
+            # the exact sums go to the grid mechanisms (floored exactly); Wishart's float
+            # noise takes the float Gram matrix
+            matrix, exact = stats.gram, stats.exact
             m_first, m_second = mechanisms[2 * t], mechanisms[2 * t + 1]
             noisy_vector = np.asarray(
                 ledger.release(
-                    m_first, vector, generator, label=f"PrivateIRLS: first moment {t + 1}"
+                    m_first, exact.vector, generator, label=f"PrivateIRLS: first moment {t + 1}"
                 ),
                 dtype=float,
             )
@@ -326,7 +327,10 @@ class PrivateIRLS(_SufficientStatisticsRegression):
                 )
             else:
                 noisy_upper = ledger.release(
-                    m_second, upper(matrix), generator, label=f"PrivateIRLS: second moment {t + 1}"
+                    m_second,
+                    upper(exact.gram),
+                    generator,
+                    label=f"PrivateIRLS: second moment {t + 1}",
                 )
                 noisy_matrix = symmetric_from_upper(np.asarray(noisy_upper, dtype=float), d)
             # a ridge at the noise's typical spectral norm (σ√(2d) for symmetric noise of

@@ -269,13 +269,14 @@ class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type
 
         return transform
 
-    def _statistics(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    def _statistics(self, X: Any, y: Any) -> tuple[_data.Statistics, int]:
+        """X̃ᵀX̃ and X̃ᵀỹ (float, and exact for the releases), and the number of features."""
         X = _data.as_design(X)
         rows = None if _data.is_dask(X) else X.shape[0]
         y = _data.as_target(y, rows)
         stats = _data.sufficient_statistics(X, y, self._transform())
         self.n_features_in_ = int(X.shape[1])
-        return stats.gram, stats.vector, int(X.shape[1])
+        return stats, int(X.shape[1])
 
     def _gaussian(self, sigma: float, sensitivity: float, dimension: int) -> Gaussian:
         return Gaussian(sigma, sensitivity, dimension=dimension, safe=bool(self.safe_noise))
@@ -407,7 +408,8 @@ class ADASSP(_SufficientStatisticsRegression):
         ledger = self._shared_ledger()
         rho = check_probability("rho", self.rho, low_open=True, high_open=True)
         split = self._split()
-        xtx, xty, features = self._statistics(X, y)
+        stats, features = self._statistics(X, y)
+        xtx, exact = stats.gram, stats.exact
         d = xtx.shape[0]
         entries = d * (d + 1) // 2
         deltas = _sensitivities(adjacency)
@@ -440,8 +442,8 @@ class ADASSP(_SufficientStatisticsRegression):
             ridge_scale = mechanisms[1].sigma * math.sqrt(d * math.log(4.0 * d * d / rho))
         releases = [
             Release("lambda_min", mechanisms[0], lam_min),
-            Release("XtX", mechanisms[1], upper(xtx)),
-            Release("Xty", mechanisms[2], xty),
+            Release("XtX", mechanisms[1], upper(exact.gram)),
+            Release("Xty", mechanisms[2], exact.vector),
         ]
         noisy_min, noisy_upper, noisy_xty = self._release_all(releases, ledger)
         lam_tilde = max(float(np.asarray(noisy_min).ravel()[0]) - shift, 0.0)
@@ -504,15 +506,16 @@ class SSP(_SufficientStatisticsRegression):
         adjacency = self._adjacency()
         variant = self._variant()
         ledger = self._shared_ledger()
-        xtx, xty, features = self._statistics(X, y)
-        d = xtx.shape[0]
+        stats, features = self._statistics(X, y)
+        exact = stats.exact
+        d = stats.gram.shape[0]
         _, delta_xx, delta_xy = _sensitivities(adjacency)
         if variant == "published":
             sigma = math.sqrt(math.log(4.0 / delta)) / epsilon
             matrix = self._gaussian(sigma, delta_xx, d * d)
             releases = [
-                Release("XtX", matrix, xtx.ravel()),
-                Release("Xty", self._gaussian(sigma, delta_xy, d), xty),
+                Release("XtX", matrix, exact.gram.ravel()),
+                Release("Xty", self._gaussian(sigma, delta_xy, d), exact.vector),
             ]
             noisy_xtx, noisy_xty = self._release_all(releases, ledger)
             # Wang's code solves with XᵀX + noise + I (a public ridge of 1, post-processing)
@@ -531,7 +534,10 @@ class SSP(_SufficientStatisticsRegression):
                 scaled, ledger, initial=math.sqrt(2 * math.log(1.25 / delta)) / epsilon
             )
             first, second = scaled(p)
-            releases = [Release("XtX", first, upper(xtx)), Release("Xty", second, xty)]
+            releases = [
+                Release("XtX", first, upper(exact.gram)),
+                Release("Xty", second, exact.vector),
+            ]
             noisy_upper, noisy_xty = self._release_all(releases, ledger)
             gram = symmetric_from_upper(np.asarray(noisy_upper, dtype=float), d)
             theta = solve_ridge(gram, np.asarray(noisy_xty, dtype=float), 0.0)

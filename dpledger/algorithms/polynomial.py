@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ from dpledger.algorithms import _data
 from dpledger.algorithms.base import store_parameters
 from dpledger.algorithms.functional import _FunctionalMechanism
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
+from dpledger.mechanisms.exact_value import ExactValue
 
 __all__ = [
     "FMPolynomialRegression",
@@ -55,6 +57,18 @@ __all__ = [
 ]
 
 M, Y = sympy.symbols("m y", real=True)
+
+
+def _exact_factor(constant: Any) -> Fraction | float:
+    """A constant g₂ as an exact factor of the Gram sum.
+
+    A rational exactly (Fraction); an irrational one rounded toward zero (so a record's
+    term never exceeds its range).
+    """
+    if constant.is_Rational:
+        return Fraction(int(constant.p), int(constant.q))
+    value = float(constant)
+    return float(np.nextafter(value, 0.0)) if value != 0.0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -192,7 +206,7 @@ class PolynomialLoss:
         h1 = g1 - 2 * a * g2
         return float(h0.sum()), X.T @ h1, (X * g2[:, None]).T @ X
 
-    def moments(self) -> tuple[Any, float]:
+    def moments(self) -> tuple[Any, Fraction | float]:
         """(exact-sum specification of (C₀, C₁, C₂), factor of the Gram sum).
 
         The weights per row are (g₂, g₁, g₀) (expansion at 0), each kept within its range
@@ -216,8 +230,9 @@ class PolynomialLoss:
             )
         r0, r1, r2 = (self._range(gk) for gk in self._g)
         if not self._g[2].has(self.label):
-            constant = float(self._g[2])
-            return _data.Moments(lambda X, y: (None, *weights(X, y)[1:]), b=r1, c=r0), constant
+            return _data.Moments(lambda X, y: (None, *weights(X, y)[1:]), b=r1, c=r0), (
+                _exact_factor(self._g[2])
+            )
         return _data.Moments(weights, a=r2, b=r1, c=r0), 1.0
 
     # -- sensitivities -------------------------------------------------------------------
@@ -370,7 +385,7 @@ class FMPolynomialRegression(_FunctionalMechanism):
             )
         return self.loss
 
-    def _coefficients(self, X: Any, y: Any) -> tuple[float, np.ndarray, np.ndarray, int]:
+    def _coefficients(self, X: Any, y: Any) -> tuple[ExactValue, ExactValue, ExactValue, int]:
         loss = self._loss()
         Xd = _data.as_design(X)
         yd = _data.as_target(y, None if _data.is_dask(Xd) else Xd.shape[0])
@@ -382,7 +397,8 @@ class FMPolynomialRegression(_FunctionalMechanism):
         moments, factor = loss.moments()
         stats = _data.sufficient_statistics(Xd, yd, transform, moments)
         self.n_features_in_ = int(Xd.shape[1])
-        return stats.scalar, stats.vector, factor * stats.gram, int(Xd.shape[1])
+        exact = stats.exact
+        return exact.scalar, exact.vector, exact.gram * factor, int(Xd.shape[1])
 
     def _sensitivities(self, d: int, adjacency: str) -> dict[str, float]:
         return self._loss().sensitivities(adjacency, 1.0)  # rows are scaled to the unit ball

@@ -39,10 +39,8 @@ from dpledger.mechanisms import Gaussian
 __all__ = ["PrivateStandardScaler"]
 
 
-def _unit_sums(
-    X: Any, unit: _data.Transform, features: int
-) -> tuple[float, np.ndarray, np.ndarray]:
-    """(n, Σu, Σu²) per feature, summed exactly (u ∈ [0, 1] on the grid of :mod:`._data`)."""
+def _unit_sums(X: Any, unit: _data.Transform, features: int) -> tuple[float, _data.ExactSums]:
+    """(n, the exact sums: [Σu, Σu²] per feature, n), u ∈ [0, 1] on the grid of :mod:`._data`."""
 
     def rows(block: np.ndarray, _: Any) -> tuple[np.ndarray, None]:
         u, _ = unit(block, None)
@@ -55,7 +53,7 @@ def _unit_sums(
         ones, row_norm=math.sqrt(2 * features), b=(1.0, 1.0), c=(1.0, 1.0), gram=False
     )
     stats = _data.sufficient_statistics(X, None, rows, spec)
-    return stats.scalar, stats.vector[:features], stats.vector[features:]
+    return stats.scalar, stats.exact
 
 
 class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore[misc]
@@ -142,7 +140,8 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
             # record-local: clip to the declared range, map it onto [0, 1]
             return (np.clip(block, lo, hi) - lo) / width, None
 
-        n, sums, squares = _unit_sums(Xd, unit, features)
+        n, exact = _unit_sums(Xd, unit, features)
+        sums, squares = exact.vector[:features], exact.vector[features:]
         # u ∈ [0, 1]: one record moves Σu and Σu² by at most 1 per feature, either way
         root_d = math.sqrt(features)
         deltas = [root_d, root_d] if adjacency == ev.REPLACE_ONE else [root_d, root_d, 1.0]
@@ -162,7 +161,7 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
             Release("squares", mechanisms[1], squares),
         ]
         if adjacency != ev.REPLACE_ONE:
-            schedule.append(Release("count", mechanisms[2], np.array([n])))
+            schedule.append(Release("count", mechanisms[2], exact.scalar))
         outputs = self._release_all(schedule, ledger)
         count = n if adjacency == ev.REPLACE_ONE else float(np.asarray(outputs[2]).ravel()[0])
         count = max(count, 1.0)

@@ -19,6 +19,7 @@ from dpledger.mechanisms.additive import (
     default_granularity,
 )
 from dpledger.mechanisms.base import FloatingPointWarning, Mechanism
+from dpledger.mechanisms.exact_value import ExactValue
 from dpledger.mechanisms.knorm import KNorm
 from dpledger.mechanisms.matrix import SymmetricGaussian, Wishart
 from dpledger.mechanisms.selection import (
@@ -31,6 +32,7 @@ from dpledger.mechanisms.selection import (
 __all__ = [
     "DiscreteGaussian",
     "DiscreteLaplace",
+    "ExactValue",
     "Exponential",
     "FloatingPointWarning",
     "Gaussian",
@@ -45,4 +47,4 @@ __all__ = [
     "default_granularity",
 ]
 
-__dir__ = namespace(__all__, "additive", "base", "knorm", "matrix", "selection")
+__dir__ = namespace(__all__, "additive", "base", "exact_value", "knorm", "matrix", "selection")

@@ -36,6 +36,7 @@ from dpledger.errors import InvalidArgumentError, UnboundedLossError
 from dpledger.mechanisms._exact import discrete_gaussian, discrete_laplace
 from dpledger.mechanisms._rng import resolve_rng
 from dpledger.mechanisms.base import Mechanism, as_vector, warn_floating_point
+from dpledger.mechanisms.exact_value import ExactValue
 
 __all__ = ["DiscreteGaussian", "DiscreteLaplace", "Gaussian", "Laplace", "default_granularity"]
 
@@ -117,7 +118,9 @@ def _add_exact(vector: np.ndarray, noise: np.ndarray) -> np.ndarray:
     )
 
 
-def _release_on_grid(value: np.ndarray, granularity: float, noise: np.ndarray) -> np.ndarray:
+def _release_on_grid(
+    value: np.ndarray | ExactValue, granularity: float, noise: np.ndarray
+) -> np.ndarray:
     """⌊value/γ⌋ + noise summed *exactly* in integers, then scaled back by γ.
 
     Beyond 2⁵³ grid steps the exact noisy integer is rounded to the nearest float: a fixed
@@ -127,7 +130,12 @@ def _release_on_grid(value: np.ndarray, granularity: float, noise: np.ndarray) -
     """
     if noise.dtype.kind not in "iuO":  # float noise would be rounded before the sum
         raise InvalidArgumentError("internal error: grid noise must be exact integers.")
-    grid = np.floor(value / granularity)
+    if isinstance(value, ExactValue):  # the exact statistic, floored exactly
+        grid: np.ndarray = value.floor_steps(granularity).reshape(-1)
+        if grid.dtype == object:
+            return _release_steps(grid, granularity, noise)
+    else:
+        grid = np.floor(value / granularity)
     if not np.all(np.isfinite(grid)):
         raise InvalidArgumentError(
             "`value` is beyond the float range in steps of the release grid; pass a larger "
@@ -140,12 +148,21 @@ def _release_on_grid(value: np.ndarray, granularity: float, noise: np.ndarray) -
     ):
         exact = grid.astype(np.int64) + noise.astype(np.int64)  # |each| < 2⁶²: no overflow
         result: np.ndarray = exact.astype(float) * granularity
-    else:  # Python integers: exact at any size
-        try:
-            steps = [float(int(g) + int(z)) for g, z in zip(grid, noise, strict=True)]
-        except OverflowError:
-            steps = [math.inf]
-        result = np.array(steps, dtype=float) * granularity
+        if not np.all(np.isfinite(result)):
+            raise InvalidArgumentError(
+                "`value` plus noise is beyond the float range; rescale the statistic."
+            )
+        return result
+    return _release_steps(grid, granularity, noise)
+
+
+def _release_steps(grid: np.ndarray, granularity: float, noise: np.ndarray) -> np.ndarray:
+    """(grid + noise)·γ for integer grid steps of any size: exact sum, one rounding."""
+    try:
+        steps = [float(int(g) + int(z)) for g, z in zip(grid, noise, strict=True)]
+    except OverflowError:
+        steps = [math.inf]
+    result = np.array(steps, dtype=float) * granularity
     if not np.all(np.isfinite(result)):
         raise InvalidArgumentError(
             "`value` plus noise is beyond the float range; rescale the statistic."
@@ -217,13 +234,19 @@ class _GridMechanism(Mechanism):
         as_vector(value, self.dimension)
 
     def release(self, value: Any, rng: np.random.Generator | None = None) -> Any:
-        """``value`` plus noise on every coordinate (on the grid unless ``safe=False``)."""
+        """``value`` plus noise on every coordinate (on the grid unless ``safe=False``).
+
+        An :class:`~dpledger.mechanisms.ExactValue` is floored to the grid exactly (the
+        grid sensitivity then holds for the exact statistic, whatever float arithmetic
+        would have done to it); a float value is floored as it is.
+        """
         vector = as_vector(value, self.dimension)
         generator = resolve_rng(rng)
         if not self.safe:
             return _shape_like(vector + self._draw_float(vector.size, generator), value)
         noise = self._draw_grid(vector.size, generator)
-        return _shape_like(_release_on_grid(vector, self.granularity, noise), value)
+        exact = value if isinstance(value, ExactValue) else vector
+        return _shape_like(_release_on_grid(exact, self.granularity, noise), value)
 
 
 class Laplace(_GridMechanism):
