@@ -159,9 +159,14 @@ def test_every_grid_release_of_a_sum_gets_the_exact_statistic(name, monkeypatch)
     ]
     assert grid, "no grid release seen"
     for mechanism, value in grid:
-        if name == "ADASSP" and getattr(mechanism, "dimension", 0) == 1:
-            continue  # λ_min
         assert isinstance(value, ExactValue), (name, mechanism)
+    if name == "ADASSP":  # λ_min: the certified index, one grid step more than Weyl's 1
+        mechanism, value = grid[0]
+        assert mechanism.sensitivity == 1.0 + mechanism.granularity
+        stats, _ = model._statistics(X, y)
+        cell = np.linalg.eigvalsh(stats.gram)[0] / mechanism.granularity  # float: ±1e-9 cells
+        k = int(value.floor_steps(mechanism.granularity)[0])
+        assert k in (math.floor(cell) - 1, math.floor(cell))
 
 
 def test_descriptive_sums_release_the_exact_sums(monkeypatch):

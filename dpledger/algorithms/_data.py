@@ -200,6 +200,10 @@ class ExactSums:
         self._exact = exact
         self._units = units
 
+    def gram_integers(self) -> tuple[np.ndarray, float]:
+        """The Gram sum as grid integers and the value of one unit (a power of two)."""
+        return self._exact.gram, self._units[0]
+
     @functools.cached_property
     def gram(self) -> ExactValue:
         return ExactValue.from_integers(self._exact.gram, self._units[0] or 1.0)

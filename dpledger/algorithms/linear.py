@@ -72,7 +72,7 @@ from dpledger.algorithms.base import (
     upper,
 )
 from dpledger.errors import InvalidArgumentError
-from dpledger.mechanisms import Gaussian
+from dpledger.mechanisms import ExactValue, Gaussian, default_granularity
 
 __all__ = ["ADASSP", "FALLBACK_RIDGE", "SSP", "BinaryClassifierOutputs", "solve_ridge"]
 
@@ -409,15 +409,21 @@ class ADASSP(_SufficientStatisticsRegression):
         rho = check_probability("rho", self.rho, low_open=True, high_open=True)
         split = self._split()
         stats, features = self._statistics(X, y)
-        xtx, exact = stats.gram, stats.exact
-        d = xtx.shape[0]
+        exact = stats.exact
+        d = stats.gram.shape[0]
         entries = d * (d + 1) // 2
         deltas = _sensitivities(adjacency)
-        lam_min = float(np.linalg.eigvalsh((xtx + xtx.T) / 2.0)[0])
+        safe = bool(self.safe_noise)
+
+        def lam_mechanism(sigma: float) -> Gaussian:
+            # the certified grid index of λ_min is ⌊λ/γ⌋ or one below it
+            # (:func:`._eigen.min_eigenvalue_steps`): one grid step more than Weyl's 1
+            step = default_granularity(sigma) if safe else 0.0
+            return self._gaussian(sigma, deltas[0] + step, 1)
 
         def schedule(sigmas: Sequence[float]) -> list[Gaussian]:
             return [
-                self._gaussian(sigmas[0], deltas[0], 1),
+                lam_mechanism(sigmas[0]),
                 self._gaussian(sigmas[1], deltas[1], entries),
                 self._gaussian(sigmas[2], deltas[2], d),
             ]
@@ -441,7 +447,7 @@ class ADASSP(_SufficientStatisticsRegression):
             shift = mechanisms[0].sigma * float(special.ndtri(1.0 - rho / 2.0))
             ridge_scale = mechanisms[1].sigma * math.sqrt(d * math.log(4.0 * d * d / rho))
         releases = [
-            Release("lambda_min", mechanisms[0], lam_min),
+            Release("lambda_min", mechanisms[0], _lambda_min(exact, mechanisms[0])),
             Release("XtX", mechanisms[1], upper(exact.gram)),
             Release("Xty", mechanisms[2], exact.vector),
         ]
@@ -453,6 +459,24 @@ class ADASSP(_SufficientStatisticsRegression):
         self.ridge_ = ridge
         self._set_coefficients(theta, features)
         return self
+
+
+def _lambda_min(exact: _data.ExactSums, mechanism: Gaussian) -> Any:
+    """λ_min(X̃ᵀX̃) as the mechanism should floor it.
+
+    On the grid: the certified index k ∈ {⌊λ/γ⌋ − 1, ⌊λ/γ⌋} of the *exact* Gram sum
+    (:func:`._eigen.min_eigenvalue_steps`), passed as the exact value k·γ; the mechanism
+    charges the one extra grid step. Float noise: the float eigenvalue (Mironov's caveat).
+    """
+    if not mechanism.safe:
+        gram = np.asarray(exact.gram)
+        return float(np.linalg.eigvalsh((gram + gram.T) / 2.0)[0])
+    from dpledger.algorithms._eigen import min_eigenvalue_steps
+
+    integers, unit = exact.gram_integers()
+    gamma = mechanism.granularity
+    k = min_eigenvalue_steps(integers, unit, gamma, psd=True)  # an unweighted Gram sum: PSD
+    return ExactValue.from_integers(np.array([k], dtype=object), gamma)
 
 
 class SSP(_SufficientStatisticsRegression):
