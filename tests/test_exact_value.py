@@ -23,7 +23,9 @@ def _reference_floor(q: int, factor: Fraction, root2: bool, gamma: float) -> int
     t = Fraction(q) * factor / Fraction(gamma)
     if not root2:
         return math.floor(t)
-    with mpmath.workdps(200):  # √2·t is irrational (t ≠ 0): never within 1e-150 of an integer
+    # √2·t is irrational (t ≠ 0): with 100 digits beyond t's own, the floor is right
+    digits = 100 + len(str(abs(t.numerator))) + len(str(t.denominator))
+    with mpmath.workdps(digits):
         return int(mpmath.floor(mpmath.sqrt(2) * mpmath.mpf(t.numerator) / t.denominator))
 
 
@@ -177,3 +179,53 @@ def test_descriptive_sums_release_the_exact_sums(monkeypatch):
     mean(np.linspace(0, 1, 101), bounds=(0.0, 1.0), ledger=ledger, share=1.0)
     sums = [v for m, v in seen if isinstance(m, Gaussian | Laplace)]
     assert sums and all(isinstance(v, ExactValue) for v in sums)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    q=st.lists(st.integers(-(2**62) + 1, 2**62 - 1), min_size=1, max_size=6),
+    unit_exp=st.integers(-1100, 60),
+    gamma_exp=st.integers(-1074, 60),
+    root2=st.lists(st.booleans(), min_size=6, max_size=6),
+)
+def test_the_int64_fast_paths_are_the_exact_floor(q, unit_exp, gamma_exp, root2):
+    # int64 totals on a power-of-two unit (the Gram sums): shifts and the certified float
+    # filter for √2 entries must agree with the exact reference everywhere
+    value = ExactValue.from_integers(np.array(q, dtype=np.int64), Fraction(2) ** unit_exp)
+    value = value.scaled_root2(np.array(root2[: len(q)]))
+    gamma = 2.0**gamma_exp
+    got = value.floor_steps(gamma)
+    unit = Fraction(2) ** unit_exp
+    for i, v in enumerate(q):
+        assert int(got[i]) == _reference_floor(v, unit, root2[i], gamma)
+
+
+def test_zero_dimensional_values_huge_values_and_non_integers():
+    # helper-35: 0-d arithmetic, values beyond the float range, silent truncation
+    five = ExactValue.from_integers(5, 0.5)
+    assert float(np.asarray(-(five * 3) / 2)) == -3.75
+    np.testing.assert_array_equal(five.times(4).fractions(), Fraction(10))
+    huge = ExactValue.from_integers(np.array([2**1100, -(2**1100), 3], dtype=object))
+    assert list(np.asarray(huge)) == [math.inf, -math.inf, 3.0]
+    assert "ExactValue" in repr(huge)
+    with pytest.raises(dpl.InvalidArgumentError, match="finite"):
+        Gaussian(1.0, 1.0, dimension=3).validate(huge)
+    for bad in ([0.5], [Fraction(7, 2)], [True]):
+        with pytest.raises(dpl.InvalidArgumentError, match="integers"):
+            ExactValue.from_integers(np.array(bad, dtype=object))
+    with pytest.raises(TypeError):
+        np.exp(five)  # ufuncs would compute in floats: refused
+
+
+def test_a_grid_unit_below_the_float_range_stays_exact():
+    # helper-35: a unit that underflowed to 0.0 in floats used to be replaced by 1: the
+    # "exact" sum was then the raw grid integers, 2¹⁰⁸⁰ times the true one
+    from dpledger.algorithms import _data
+
+    X = np.full((10, 2), 0.5)
+    spec = _data.Moments(
+        lambda Xb, yb: (np.full(len(Xb), 1e-320), None, None), a=(0.0, 1e-320), b=None
+    )
+    stats = _data.sufficient_statistics(X, None, lambda Xb, yb: (Xb, yb), spec)
+    total = stats.exact.gram.fractions()[0, 0]
+    assert 0 < total <= 10 * Fraction(1e-320) * Fraction(1, 4)

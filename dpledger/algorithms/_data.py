@@ -196,26 +196,26 @@ class Statistics:
 class ExactSums:
     """The exact Σ aᵢx̃ᵢx̃ᵢᵀ, Σ bᵢx̃ᵢ and Σ cᵢ (a 1-entry array), built when first asked for."""
 
-    def __init__(self, exact: _Exact, units: tuple[float, float, float]) -> None:
+    def __init__(self, exact: _Exact, units: tuple[Fraction, Fraction, Fraction]) -> None:
         self._exact = exact
         self._units = units
 
-    def gram_integers(self) -> tuple[np.ndarray, float]:
+    def gram_integers(self) -> tuple[np.ndarray, Fraction]:
         """The Gram sum as grid integers and the value of one unit (a power of two)."""
         return self._exact.gram, self._units[0]
 
     @functools.cached_property
     def gram(self) -> ExactValue:
-        return ExactValue.from_integers(self._exact.gram, self._units[0] or 1.0)
+        return ExactValue.from_integers(self._exact.gram, self._units[0])
 
     @functools.cached_property
     def vector(self) -> ExactValue:
-        return ExactValue.from_integers(self._exact.vector, self._units[1] or 1.0)
+        return ExactValue.from_integers(self._exact.vector, self._units[1])
 
     @functools.cached_property
     def scalar(self) -> ExactValue:
         scalar = np.array([self._exact.scalar], dtype=object)
-        return ExactValue.from_integers(scalar, self._units[2] or 1.0)
+        return ExactValue.from_integers(scalar, self._units[2])
 
 
 # -- exact sums -----------------------------------------------------------------------
@@ -364,36 +364,50 @@ class _Layout:
         scalar = 0 if C is None else int(C.astype(np.int64).sum(dtype=np.int64))
         return _Exact(gram, vector, scalar, X.shape[0])
 
-    def scales(self) -> tuple[float, float, float]:
-        """The value of one grid unit of the Gram matrix, the vector and the scalar."""
+    def units(self) -> tuple[Fraction, Fraction, Fraction]:
+        """The exact value of one grid unit of the Gram matrix, the vector and the scalar.
+
+        Exact (powers of two as Fractions: a float product could underflow to 0). A sum
+        not asked for (b or c None) is all zeros; its unit is 1.
+        """
         spec = self.spec
-        x_unit = self.x_scale * 2.0**-self.x_bits
-        a_unit = 1.0 if spec.a is None else _grid_range(*spec.a, _A_BITS)[0] * 2.0**-_A_BITS
-        b_unit = 0.0 if spec.b is None else _grid_range(*spec.b, self.b_bits)[0] * 2.0**-self.b_bits
-        c_unit = (
-            0.0 if spec.c is None else _grid_range(*spec.c, _PRODUCT_BITS)[0] * 2.0**-_PRODUCT_BITS
+
+        def unit(bounds: tuple[float, float] | None, bits: int) -> Fraction:
+            if bounds is None:
+                return Fraction(1)
+            return Fraction(_grid_range(*bounds, bits)[0]) / Fraction(2**bits)
+
+        x_unit = Fraction(self.x_scale) / 2**self.x_bits
+        a_unit = unit(spec.a, _A_BITS)
+        return (
+            x_unit * x_unit * a_unit,
+            x_unit * unit(spec.b, self.b_bits),
+            unit(spec.c, _PRODUCT_BITS),
         )
-        return x_unit * x_unit * a_unit, x_unit * b_unit, c_unit
 
     def result(self, exact: _Exact) -> Statistics:
         """The exact sums in data units, each rounded to the nearest float once."""
-        g_unit, v_unit, c_unit = self.scales()
+        units = self.units()
         scalar = np.array([exact.scalar], dtype=object)
         return Statistics(
-            _scaled(exact.gram, g_unit),
-            _scaled(exact.vector, v_unit),
-            float(_scaled(scalar, c_unit)[0]),
-            ExactSums(exact, (g_unit, v_unit, c_unit)),
+            _scaled(exact.gram, units[0]),
+            _scaled(exact.vector, units[1]),
+            float(_scaled(scalar, units[2])[0]),
+            ExactSums(exact, units),
         )
 
 
-def _scaled(integers: np.ndarray, unit: float) -> np.ndarray:
-    """The integers × unit (a power of two, or 0): one correct rounding, then an exact scaling."""
-    if unit == 0.0:
-        return np.zeros(integers.shape)
+def _scaled(integers: np.ndarray, unit: Fraction) -> np.ndarray:
+    """The integers × unit (a power of two): the nearest floats (the float view of a sum).
+
+    One correct rounding of the integer, then an exact scaling — unless the result leaves
+    the normal range, where it is rounded once more (a float view only: releases take the
+    exact sums).
+    """
     nearest = np.array([float(int(v)) for v in integers.ravel()]).reshape(integers.shape)
-    _, exponent = math.frexp(unit)
-    return np.asarray(np.ldexp(nearest, exponent - 1), dtype=float)
+    exponent = unit.numerator.bit_length() - unit.denominator.bit_length()  # unit = 2^exponent
+    with np.errstate(over="ignore", under="ignore"):
+        return np.asarray(np.ldexp(nearest, exponent), dtype=float)
 
 
 def _block_statistics(

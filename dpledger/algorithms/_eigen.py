@@ -114,7 +114,7 @@ _GAP = 16.0  # a cluster ends at a gap of this many error scales
 
 
 def min_eigenvalue_steps(
-    gram: np.ndarray, unit: float, granularity: float, *, psd: bool = False
+    gram: np.ndarray, unit: float | Fraction, granularity: float, *, psd: bool = False
 ) -> int:
     """The grid index k ∈ {⌊λ/γ⌋ − 1, ⌊λ/γ⌋} of λ = λ_min(gram·unit), γ = granularity; certified.
 
@@ -132,7 +132,8 @@ def min_eigenvalue_steps(
     Args:
         gram: Symmetric d×d matrix of integers (a numpy integer array or an object array of
             Python ints, entries of any size), d ≥ 1.
-        unit: The value of one unit of ``gram`` (a positive power of two).
+        unit: The value of one unit of ``gram`` (a positive power of two: a float, or a
+            Fraction, which may lie below the float range).
         granularity: The grid step γ (a positive power of two).
         psd: The caller guarantees ``gram`` is positive semidefinite (true of an exact
             Gram sum Σ mᵢmᵢᵀ); then λ ≥ 0 is used, which makes a singular ``gram``'s answer
@@ -205,6 +206,11 @@ def _integer_matrix(gram: Any) -> np.ndarray:
 
 def _exponent(name: str, value: Any) -> int:
     """The exponent e with ``value`` = 2**e exactly, or an error naming the argument."""
+    if isinstance(value, Fraction):  # exact: a unit below the float range is fine
+        p, q = value.numerator, value.denominator
+        if p > 0 and (p == 1 or q == 1) and (p * q) & (p * q - 1) == 0:
+            return p.bit_length() - q.bit_length()
+        raise InvalidArgumentError(f"`{name}` must be a positive power of two. Found {value!r}.")
     if isinstance(value, (bool, np.bool_)) or not isinstance(
         value, (int, float, np.integer, np.floating)
     ):

@@ -59,16 +59,19 @@ __all__ = [
 M, Y = sympy.symbols("m y", real=True)
 
 
-def _exact_factor(constant: Any) -> Fraction | float:
-    """A constant g₂ as an exact factor of the Gram sum.
+def _exact_factor(constant: Any) -> float:
+    """A constant g₂ as the factor of the Gram sum: a float never above it in magnitude.
 
-    A rational exactly (Fraction); an irrational one rounded toward zero (so a record's
-    term never exceeds its range).
+    The sensitivities are charged with ``float(g₂)`` (nearest); the factor is that float
+    if it is not above g₂ in magnitude (exactly g₂ when g₂ is dyadic: 1, 1/8), else the
+    next float toward zero — so a record's term never exceeds what is charged.
     """
-    if constant.is_Rational:
-        return Fraction(int(constant.p), int(constant.q))
     value = float(constant)
-    return float(np.nextafter(value, 0.0)) if value != 0.0 else 0.0
+    if constant.is_Rational:
+        above = abs(Fraction(value)) > abs(Fraction(int(constant.p), int(constant.q)))
+    else:
+        above = value != 0.0  # irrational: float(g₂) is not g₂; step toward zero
+    return float(np.nextafter(value, 0.0)) if above else value
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,7 @@ class PolynomialLoss:
         h1 = g1 - 2 * a * g2
         return float(h0.sum()), X.T @ h1, (X * g2[:, None]).T @ X
 
-    def moments(self) -> tuple[Any, Fraction | float]:
+    def moments(self) -> tuple[Any, float]:
         """(exact-sum specification of (C₀, C₁, C₂), factor of the Gram sum).
 
         The weights per row are (g₂, g₁, g₀) (expansion at 0), each kept within its range
