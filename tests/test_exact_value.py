@@ -229,3 +229,31 @@ def test_a_grid_unit_below_the_float_range_stays_exact():
     stats = _data.sufficient_statistics(X, None, lambda Xb, yb: (Xb, yb), spec)
     total = stats.exact.gram.fractions()[0, 0]
     assert 0 < total <= 10 * Fraction(1e-320) * Fraction(1, 4)
+
+
+def test_a_value_the_grid_cannot_hold_is_refused_before_the_charge():
+    # helper-35: it used to pass validation, be charged, then fail in release
+    ledger = dpl.Ledger(10.0, 1e-6)
+    mech = Gaussian(1e-290, 1e-290)
+    with pytest.raises(dpl.InvalidArgumentError, match="grid"):
+        ledger.release(mech, 1e30, np.random.default_rng(0))
+    assert ledger.spent == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 1e20])
+def test_adassp_charges_the_extra_grid_step_exactly(epsilon, monkeypatch):
+    # helper-36: 1 + γ in floats is 1.0 for γ < 2⁻⁵², which dropped the extra step
+    from dpledger.algorithms import ADASSP
+    from dpledger.mechanisms.additive import _grid_sensitivity
+
+    seen = _spy(monkeypatch)
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 2)) / 3
+    y = np.clip(X @ [0.5, -0.2], -1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ADASSP(epsilon=epsilon, delta=1e-6, x_bound=1, y_bound=1, adjacency="add_remove").fit(X, y)
+    mech = seen[0][0]
+    assert mech.dimension == 1
+    units = _grid_sensitivity(mech.sensitivity, mech.granularity, 1, "l2")
+    assert units >= math.ceil(1 / Fraction(mech.granularity)) + 1

@@ -23,7 +23,7 @@ refinement of step 5 terminates, see :func:`_Search.settle`).
 Method (all in units of G: μ = λ_min(G), λ = μ·u, γ_G = γ/u; k = ⌊μ/γ_G⌋).
 
 1. *Exact trivial cases.* d = 1 or G diagonal: μ = min Gᵢᵢ.
-2. *Float estimate.* Ã = G·2⁻ᵖ rounded to nearest (|Ã| < 1, so nothing overflows;
+2. *Float estimate.* Ã = G·2⁻ᵖ rounded to nearest (|Ã| ≤ 1, so nothing overflows;
    |G·2⁻ᵖ − Ã| ≤ 2⁻⁵³|Ã| + 2⁻⁹⁹⁹ entrywise) and LAPACK's ``?syevr`` for the few smallest
    eigenpairs. Nothing computed here is trusted; it only proposes vectors and shifts.
 3. *Upper bound, exact.* hi = xᵀGx / xᵀx for x = the float eigenvector rounded to 62-bit
@@ -514,7 +514,7 @@ def _gamma(n: int) -> float:
 
 
 def _float_matrix(G: np.ndarray) -> tuple[np.ndarray, int, Fraction]:
-    """(Ã, p, e): Ã = G·2⁻ᵖ rounded to nearest, |Ã| < 1, and ‖G·2⁻ᵖ − Ã‖₂ ≤ e.
+    """(Ã, p, e): Ã = G·2⁻ᵖ rounded to nearest, |Ã| ≤ 1, and ‖G·2⁻ᵖ − Ã‖₂ ≤ e.
 
     Entrywise |G·2⁻ᵖ − Ã| ≤ u|Ã| + 2⁻⁹⁹⁹: float(int) rounds to nearest (|x − fl(x)| ≤
     u|fl(x)|) and the scaling by 2⁻ᵖ is exact in the normal range; beyond 2¹⁰⁰⁰ the integers

@@ -60,6 +60,7 @@ import numpy as np
 from scipy import special
 from sklearn.base import RegressorMixin
 
+from dpledger._numerics import sum_up
 from dpledger._public import namespace
 from dpledger._validation import check_probability, check_reals
 from dpledger.accountant import events as ev
@@ -418,8 +419,10 @@ class ADASSP(_SufficientStatisticsRegression):
         def lam_mechanism(sigma: float) -> Gaussian:
             # the certified grid index of λ_min is ⌊λ/γ⌋ or one below it
             # (:func:`._eigen.min_eigenvalue_steps`): one grid step more than Weyl's 1
-            step = default_granularity(sigma) if safe else 0.0
-            return self._gaussian(sigma, deltas[0] + step, 1)
+            if not safe:
+                return self._gaussian(sigma, deltas[0], 1)
+            # Δ + γ rounded up (a float sum could round the extra step away: helper-36)
+            return self._gaussian(sigma, sum_up(deltas[0], default_granularity(sigma)), 1)
 
         def schedule(sigmas: Sequence[float]) -> list[Gaussian]:
             return [

@@ -230,8 +230,19 @@ class _GridMechanism(Mechanism):
         raise NotImplementedError
 
     def validate(self, value: Any) -> None:
-        """``value`` must be finite with ``dimension`` entries."""
-        as_vector(value, self.dimension)
+        """``value`` must be finite with ``dimension`` entries (on the grid: in grid steps too).
+
+        Checked before the charge, so a value the grid cannot hold costs nothing.
+        """
+        vector = as_vector(value, self.dimension)
+        if self.safe:
+            with np.errstate(over="ignore"):
+                steps = np.abs(vector) / self.granularity
+            if not np.all(np.isfinite(steps)):
+                raise InvalidArgumentError(
+                    "`value` is beyond the float range in steps of the release grid; pass a "
+                    "larger power-of-two `granularity` or rescale the statistic."
+                )
 
     def release(self, value: Any, rng: np.random.Generator | None = None) -> Any:
         """``value`` plus noise on every coordinate (on the grid unless ``safe=False``).
