@@ -5,6 +5,7 @@ Run:  python benchmarks/linear_regression.py [--quick] [--sets a,b|all|none] [--
                                              [--fold-seeds N] [--plot PATH]
       python benchmarks/linear_regression.py --scale [--rows N] [--chunk N]
       python benchmarks/linear_regression.py --split [--seeds N]
+      python benchmarks/linear_regression.py --exact-cost [--quick]
 
 Utility (default mode), side by side in one run, δ = 1e-6, add/remove adjacency,
 ε ∈ {0.01, 0.1, 1, 10}:
@@ -35,6 +36,10 @@ folder (``$DPLEDGER_DATA``) is absent, the UCI part is skipped.
 ``--scale``: ADASSP on 10⁷ × 20 rows generated chunk by chunk inside dask (never held in
 memory at once), against numpy's own X.T @ X + X.T @ y over the same chunks generated the
 same way; rows/s, their ratio and the peak memory of each run (separate processes).
+
+``--exact-cost``: what exact statistics cost against the float path they replaced —
+λ_min by ``eigvalsh`` vs the certified grid index, and flooring the Gram matrix's upper
+triangle from floats vs exactly — at d ∈ {20, 200, 1000, 2000}.
 
 ``--split``: the calibrated ADASSP's budget split (shares of μ² for λ_min, XᵀX, Xᵀy) on the
 synthetic set at ε ∈ {0.1, 1}; median test MSE per split, paired against the default.
@@ -721,6 +726,62 @@ def split_mode(seeds: int, safe: bool, epsilons: Sequence[float] = (0.1, 1.0)) -
     )
 
 
+# ------------------------------------------------------------------ --exact-cost
+
+
+def exact_cost_mode(dims: Sequence[int]) -> None:
+    """What exactness adds per fit: the float path vs the exact path, side by side.
+
+    For an exact Gram sum of n = 2¹⁶ unit rows (magnitudes of n ≈ 10⁶) at each d: the
+    float λ_min (``eigvalsh``) against the certified grid index
+    (``min_eigenvalue_steps``), and flooring the Frobenius-geometry upper triangle from
+    floats against the exact ``ExactValue.floor_steps``. Best of 3.
+    """
+    from dpledger.algorithms._data import GRAM, sufficient_statistics
+    from dpledger.algorithms._eigen import min_eigenvalue_steps
+    from dpledger.algorithms.base import upper
+
+    def best(fn: Any) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    rows = []
+    gamma = 2.0**-18
+    for d in dims:
+        rng = np.random.default_rng(d)
+        X = rng.normal(size=(1 << 16, d))
+        X /= np.linalg.norm(X, axis=1)[:, None]
+        stats = sufficient_statistics(X, np.zeros(len(X)), lambda a, b: (a, b), GRAM)
+        integers, unit = stats.exact.gram_integers()
+        gram = stats.gram * 16.0  # the magnitudes of n ≈ 10⁶ rows
+        big = integers * 16
+        t_eig = best(lambda: np.linalg.eigvalsh(gram)[0])  # noqa: B023
+        t_cert = best(lambda: min_eigenvalue_steps(big, unit, gamma, psd=True))  # noqa: B023
+        t_float = best(lambda: np.floor(upper(gram) / gamma))  # noqa: B023
+        exact = stats.exact.gram * 16
+        t_exact = best(lambda: upper(exact).floor_steps(gamma))  # noqa: B023
+        rows.append([d, t_eig, t_cert, t_cert / t_eig, t_float, t_exact, t_exact / t_float])
+    print("== Cost of exactness (seconds, best of 3; n ≈ 10⁶ magnitudes, γ = 2⁻¹⁸)")
+    print(
+        table(
+            [
+                "d",
+                "eigvalsh",
+                "certified λ_min",
+                "ratio",
+                "float floor of w(XᵀX)",
+                "exact floor",
+                "ratio",
+            ],
+            rows,
+        )
+    )
+
+
 # ------------------------------------------------------------------ main
 
 
@@ -752,6 +813,9 @@ def main() -> None:
         "workers in --scale, and the small products elsewhere, from oversubscribing the machine)",
     )
     parser.add_argument("--split", action="store_true", help="sweep ADASSP's budget split")
+    parser.add_argument(
+        "--exact-cost", action="store_true", help="the cost of exact statistics and λ_min"
+    )
     parser.add_argument("--scale-worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     safe = not args.float_noise
@@ -759,6 +823,9 @@ def main() -> None:
         warnings.filterwarnings("ignore", message=".*floating-point noise.*")
         warnings.filterwarnings("ignore", message=".*textbook floating-point.*")
 
+    if args.exact_cost:
+        exact_cost_mode([20, 200] if args.quick else [20, 200, 1000, 2000])
+        return
     if args.scale_worker:
         print(json.dumps(scale_worker(args.scale_worker, args.rows, args.chunk, args.features)))
         return

@@ -75,6 +75,17 @@ def _wide(array: np.ndarray) -> np.ndarray:
     return array if array.dtype == object else array.astype(object)
 
 
+def _times_int(array: np.ndarray, factor: int) -> np.ndarray:
+    """``array × factor`` exactly: int64 when it cannot overflow, else Python integers."""
+    if factor == 1:
+        return array
+    if array.dtype == np.int64 and abs(factor) < _INT64_SAFE:
+        top = int(np.max(np.abs(array))) if array.size else 0
+        if top < _INT64_SAFE // abs(factor):
+            return array * factor
+    return _wide(array) * factor
+
+
 def _fill(value: int, shape: tuple[int, ...]) -> np.ndarray:
     """``value`` in every entry, as a read-only broadcast (no memory per entry)."""
     small = -_INT64_SAFE < value < _INT64_SAFE
@@ -133,8 +144,7 @@ class ExactValue:
             f = _as_fraction(unit)
             if f <= 0:
                 raise InvalidArgumentError(f"`unit` must be positive. Found {unit!r}.")
-            if f.numerator != 1:
-                q = _wide(q) * f.numerator
+            q = _times_int(q, f.numerator)
             return cls(q, _fill(f.denominator, shape), np.broadcast_to(False, shape))
         units = np.broadcast_to(np.asarray(unit, dtype=object), shape)  # one per entry
         fractions = [_as_fraction(v) for v in units.reshape(-1)]
@@ -223,9 +233,9 @@ class ExactValue:
                 "an exact value is scaled by a number, not by an array (see `times`)."
             )
         f = _as_fraction(factor)
-        q = _wide(self._q) * f.numerator
-        m = self._m if f.denominator == 1 else _wide(self._m) * f.denominator
-        return ExactValue(q, m, self._r)
+        return ExactValue(
+            _times_int(self._q, f.numerator), _times_int(self._m, f.denominator), self._r
+        )
 
     __rmul__ = __mul__
 
