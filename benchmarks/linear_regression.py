@@ -493,6 +493,16 @@ def _chunk_sizes(total: int, chunk: int) -> list[int]:
     return sizes
 
 
+def _best_of(fn: Any, repeat: int) -> float:
+    """The shortest wall time of ``repeat`` calls of ``fn``."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 def _rss_mb() -> float:
     import resource
 
@@ -526,17 +536,9 @@ def scale_worker(kind: str, total: int, chunk: int, d: int) -> dict[str, Any]:
         X, y = _chunk_block(0, sizes[0], d)
         transform = ADASSP(x_bound=1.0, y_bound=1.0, fit_intercept=False)._transform()
 
-        def best(fn: Any) -> float:
-            times = []
-            for _ in range(7):
-                t0 = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - t0)
-            return min(times)
-
-        t_numpy = best(lambda: (X.T @ X, X.T @ y))
+        t_numpy = _best_of(lambda: (X.T @ X, X.T @ y), 7)
         layout = _data._Layout(_data.GRAM)
-        t_dpl = best(lambda: _data._checked_block(X, y, transform, layout))
+        t_dpl = _best_of(lambda: _data._checked_block(X, y, transform, layout), 7)
         return {"numpy": t_numpy, "dpledger": t_dpl, "rows": sizes[0]}
     import dask
     import dask.array as da
@@ -742,12 +744,7 @@ def exact_cost_mode(dims: Sequence[int]) -> None:
     from dpledger.algorithms.base import upper
 
     def best(fn: Any) -> float:
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return min(times)
+        return _best_of(fn, 3)
 
     rows = []
     gamma = 2.0**-18

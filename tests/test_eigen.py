@@ -223,13 +223,18 @@ def test_lehmann_with_a_shift_off_the_integers(no_probes: None) -> None:
     assert min_eigenvalue_steps(G, 1.0, 64.0) == floor_steps(lam, 1.0, 64.0)
 
 
-def test_a_cluster_too_large_for_lehmann_goes_to_the_exact_fallback() -> None:
-    rng = np.random.default_rng(5)
-    d = 60
+def _cluster_of_30(seed: int, d: int) -> tuple[np.ndarray, Fraction, int]:
+    """(G, exact λ, bit length of G's largest entry): 30 lowest eigenvalues within 2¹⁰."""
+    rng = np.random.default_rng(seed)
     vectors = [rng.integers(-30, 30, size=d) for _ in range(2)]
     D = [2**70 + int(rng.integers(0, 2**10)) for _ in range(30)]
     D += [2**71 + int(rng.integers(0, 2**60)) for _ in range(d - 30)]
     G, lam = reflected(D, vectors)
+    return G, lam, max(abs(int(v)) for v in G.flat).bit_length()
+
+
+def test_a_cluster_too_large_for_lehmann_goes_to_the_exact_fallback() -> None:
+    G, lam, top = _cluster_of_30(5, 60)
     calls = []
     real = _eigen._probe
 
@@ -237,7 +242,6 @@ def test_a_cluster_too_large_for_lehmann_goes_to_the_exact_fallback() -> None:
         calls.append(args)
         return real(*args)
 
-    top = max(abs(int(v)) for v in G.flat).bit_length()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_eigen, "_probe", counted)
         for granularity_exp in (top - 46, top - 47):
@@ -467,13 +471,7 @@ def test_hard_regime_n_1e9_is_certified_without_the_fallback(no_probes: None) ->
 
 @pytest.mark.slow
 def test_fallback_at_d_200_satisfies_the_bound() -> None:
-    rng = np.random.default_rng(6)
-    d = 200
-    vectors = [rng.integers(-30, 30, size=d) for _ in range(2)]
-    D = [2**70 + int(rng.integers(0, 2**10)) for _ in range(30)]
-    D += [2**71 + int(rng.integers(0, 2**60)) for _ in range(d - 30)]
-    G, lam = reflected(D, vectors)
-    top = max(abs(int(v)) for v in G.flat).bit_length()
+    G, lam, top = _cluster_of_30(6, 200)
     for granularity_exp in (top - 46, top - 47, top - 50):
         kstar = floor_steps(lam, 1.0, 2.0**granularity_exp)
         assert_sound(min_eigenvalue_steps(G, 1.0, 2.0**granularity_exp), kstar)
