@@ -257,3 +257,25 @@ def test_adassp_charges_the_extra_grid_step_exactly(epsilon, monkeypatch):
     assert mech.dimension == 1
     units = _grid_sensitivity(mech.sensitivity, mech.granularity, 1, "l2")
     assert units >= math.ceil(1 / Fraction(mech.granularity)) + 1
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda e: ExactValue.from_integers([1], float("nan")), "unit"),
+        (lambda e: ExactValue.from_integers([1], "x"), "unit"),
+        (lambda e: ExactValue.from_integers([1, 2], [1.0, 2.0, 3.0]), "unit"),
+        (lambda e: e * float("inf"), "factor"),
+        (lambda e: e * "x", "factor"),
+        (lambda e: e / True, "factor"),
+        (lambda e: e.floor_steps(float("nan")), "granularity"),
+        (lambda e: e.floor_steps("a"), "granularity"),
+        (lambda e: e.floor_steps(-1.0), "granularity"),
+        (lambda e: e.times([1, 2, 3]), "factors"),
+        (lambda e: e.scaled_root2([True, False, True]), "where"),
+    ],
+)
+def test_bad_arguments_get_a_named_error(call, name):
+    e = ExactValue.from_integers(np.array([3, -4]))
+    with pytest.raises(dpl.InvalidArgumentError, match=f"`{name}`"):
+        call(e)

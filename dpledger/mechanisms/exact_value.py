@@ -35,15 +35,31 @@ _INT64_SAFE = 2**62
 _ISQRT = np.frompyfunc(math.isqrt, 1, 1)
 
 
-def _as_fraction(factor: Any) -> Fraction:
+def _as_fraction(factor: Any, name: str) -> Fraction:
+    """``factor`` as the exact rational it is, or an error naming the argument ``name``."""
     if isinstance(factor, Fraction):
         return factor
-    if isinstance(factor, int | np.integer):
+    if isinstance(factor, int | np.integer) and not isinstance(factor, bool | np.bool_):
         return Fraction(int(factor))
-    value = float(factor)
-    if not math.isfinite(value):
-        raise InvalidArgumentError(f"an exact value's factor must be finite. Found {factor!r}.")
+    try:
+        value = float(factor)
+    except (TypeError, ValueError, OverflowError):
+        value = math.nan
+    if not math.isfinite(value) or isinstance(factor, bool | np.bool_ | str):
+        raise InvalidArgumentError(
+            f"`{name}` must be a finite number (int, float or Fraction). Found {factor!r}."
+        )
     return Fraction(value)  # a float is a dyadic rational: exact
+
+
+def _broadcast(values: Any, shape: tuple[int, ...], name: str, dtype: Any) -> np.ndarray:
+    """``values`` broadcast to ``shape``, or an error naming the argument."""
+    try:
+        return np.broadcast_to(np.asarray(values, dtype=dtype), shape)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(
+            f"`{name}` must broadcast to the value's shape {shape}. Found shape {np.shape(values)}."
+        ) from None
 
 
 def _objects(values: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -141,13 +157,13 @@ class ExactValue:
         q = _integer_array(integers)
         shape = q.shape
         if np.ndim(unit) == 0:
-            f = _as_fraction(unit)
+            f = _as_fraction(unit, "unit")
             if f <= 0:
                 raise InvalidArgumentError(f"`unit` must be positive. Found {unit!r}.")
             q = _times_int(q, f.numerator)
             return cls(q, _fill(f.denominator, shape), np.broadcast_to(False, shape))
-        units = np.broadcast_to(np.asarray(unit, dtype=object), shape)  # one per entry
-        fractions = [_as_fraction(v) for v in units.reshape(-1)]
+        units = _broadcast(unit, shape, "unit", object)  # one per entry
+        fractions = [_as_fraction(v, "unit") for v in units.reshape(-1)]
         if any(f <= 0 for f in fractions):
             raise InvalidArgumentError(f"every `unit` must be positive. Found {unit!r}.")
         numer = _objects([f.numerator for f in fractions], shape)
@@ -232,7 +248,7 @@ class ExactValue:
             raise InvalidArgumentError(
                 "an exact value is scaled by a number, not by an array (see `times`)."
             )
-        f = _as_fraction(factor)
+        f = _as_fraction(factor, "factor")
         return ExactValue(
             _times_int(self._q, f.numerator), _times_int(self._m, f.denominator), self._r
         )
@@ -241,14 +257,14 @@ class ExactValue:
 
     def times(self, factors: Any) -> ExactValue:
         """Each entry multiplied by its own rational factor (``factors`` broadcast)."""
-        each = np.broadcast_to(np.asarray(factors, dtype=object), self.shape).reshape(-1)
-        fractions = [_as_fraction(f) for f in each]
+        each = _broadcast(factors, self.shape, "factors", object).reshape(-1)
+        fractions = [_as_fraction(f, "factors") for f in each]
         numer = _objects([f.numerator for f in fractions], self.shape)
         denom = _objects([f.denominator for f in fractions], self.shape)
         return ExactValue(_wide(self._q) * numer, _wide(self._m) * denom, self._r)
 
     def __truediv__(self, factor: Any) -> ExactValue:
-        f = _as_fraction(factor)
+        f = _as_fraction(factor, "factor")
         if f == 0:
             raise InvalidArgumentError("an exact value cannot be divided by zero.")
         return self * (1 / f)
@@ -258,7 +274,7 @@ class ExactValue:
 
     def scaled_root2(self, where: Any) -> ExactValue:
         """Entries where ``where`` is true multiplied by √2 (exactly: √2·√2 = 2)."""
-        mask = np.broadcast_to(np.asarray(where, dtype=bool), self.shape)
+        mask = _broadcast(where, self.shape, "where", bool)
         both = mask & self._r
         q = np.where(both, _wide(self._q) * 2, self._q) if np.any(both) else self._q
         return ExactValue(q, self._m, np.where(mask, ~self._r, self._r))
@@ -279,7 +295,7 @@ class ExactValue:
         after rounding its ends, contains the exact value and lies in one grid cell. Every
         other entry takes the exact integer path.
         """
-        g = _as_fraction(granularity)
+        g = _as_fraction(granularity, "granularity")
         if g <= 0:
             raise InvalidArgumentError(f"`granularity` must be positive. Found {granularity!r}.")
         q, m, r = self._q.reshape(-1), self._m.reshape(-1), self._r.reshape(-1)
