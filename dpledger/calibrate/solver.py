@@ -74,6 +74,27 @@ def _target(epsilon: Any, delta: Any) -> tuple[float, float]:
     return epsilon, delta
 
 
+def _use_probability(event: ev.Event) -> float | None:
+    """An upper bound on the probability that one record is used at all by ``event``.
+
+    Defined when every release in ``event`` runs on a subsample (``PoissonSampled`` at rate
+    q, ``SampledWithoutReplacement`` at rate m/n, each sampled independently): the record
+    is used with probability p = 1 − Πᵢ(1 − qᵢ)^{kᵢ} (kᵢ releases at rate qᵢ), returned
+    rounded up. ``None`` if some release sees the whole data set.
+
+    Whatever the noise, ``event`` is then (0, p)-DP: neighbours' runs can be coupled to
+    coincide unless the differing record is sampled, so every event of the output has
+    probabilities within p of each other (add/remove for Poisson, replace-one for a fixed
+    sample size). Where p ≤ δ every noise level meets (ε, δ) and no smallest one exists.
+    """
+    log_unused = 0.0
+    for leaf, count in ev.flatten(event).items():
+        if not isinstance(leaf, (ev.PoissonSampled, ev.SampledWithoutReplacement)):
+            return None
+        log_unused += count * math.log1p(-leaf.rate)
+    return min(1.0, round_up(-math.expm1(log_unused) * (1 + 1e-12)))
+
+
 def _excess_function(
     make_event: Callable[[float], ev.Event], epsilon: float, delta: float, method: str
 ) -> Callable[[float], float]:
@@ -123,7 +144,10 @@ def solve(
         rtol: Relative tolerance of the root.
 
     Returns:
-        p, which meets the target when re-accounted with ``method``.
+        p, which meets the target when re-accounted with ``method``. Where every release
+        is subsampled and a record is used at all with probability ≤ δ
+        (:func:`_use_probability`), every p meets the target and there is no smallest: the
+        first p found to meet it (the Rényi DP calibration with method "auto") is returned.
 
     Raises:
         CalibrationError: No p in the searched range meets the target (e.g. δ below what
@@ -176,6 +200,12 @@ def solve(
             f"with method {method!r}; the target may be unreachable for this release.",
             bracket=(start, hi),
         )
+    used = _use_probability(make_event(hi))
+    if used is not None and used <= delta:
+        # every p meets the target (:func:`_use_probability`): there is no smallest, and
+        # halving towards 0 would only make each evaluation costlier (a Poisson-sampled
+        # release at rate 1e-6 and small σ took minutes and gigabytes). ``hi`` meets it.
+        return _meets_both_ways(make_event, hi, epsilon, delta, method)
     lo = hi / 2.0
     while lo > 1e-300 and safe_excess(lo) <= 0:
         hi, lo = lo, lo / 2.0
@@ -343,12 +373,12 @@ def gaussian_sigma(
 
     if excess(sigma_rdp) > 0:
         return sigma_rdp  # PLD is not tighter here (e.g. tiny δ): RDP's σ is the answer
-    # Where a record is sampled at all with probability p ≤ δ, every σ > 0 meets the
-    # target (outputs are identical unless the record is sampled: (0, p)-DP), so there is
-    # no smallest σ; RDP's σ is returned as it is (PLD evaluations at small σ are costly
-    # there and could not find a minimum that does not exist).
-    sampled_at_all = -math.expm1(count * math.log1p(-rate))
-    if sampled_at_all <= delta:
+    # Where a record is used at all with probability p ≤ δ, every σ > 0 meets the target
+    # (:func:`_use_probability`), so there is no smallest σ; RDP's σ is returned as it is
+    # (PLD evaluations at small σ are costly there and could not find a minimum that does
+    # not exist).
+    used = _use_probability(make(sigma_rdp))
+    if used is not None and used <= delta:
         return sigma_rdp
     lo = sigma_rdp * 0.95
     for _ in range(60):

@@ -355,6 +355,8 @@ def _pairwise_rows(x: np.ndarray) -> tuple[np.ndarray, int]:
 
 _BLOCK = 64
 """Block length of :func:`_direct_transform` (a power of two)."""
+_DIRECT_CHUNK = 1 << 18
+"""Elements per (frequency × block) array of :func:`_direct_transform` (2 MiB each)."""
 
 
 def _reduced_angles(products: np.ndarray, size: int) -> np.ndarray:
@@ -403,31 +405,39 @@ def _direct_transform(
     flat = np.zeros(blocks * _BLOCK)
     flat[pad : pad + hi - lo + 1] = masses[lo : hi + 1]
     mat = flat.reshape(blocks, _BLOCK)
-    js = np.asarray(freqs, dtype=np.int64)[:, None]
-    alpha = _reduced_angles(js * (_BLOCK * (block0 + np.arange(blocks, dtype=np.int64))), size)
-    beta = _reduced_angles(js * np.arange(_BLOCK, dtype=np.int64), size)  # (J, B)
-    half_beta = np.sin(beta * 0.5)
-    inner = mat @ np.concatenate([2.0 * half_beta * half_beta, np.sin(beta), np.abs(beta)]).T
-    count = len(freqs)
-    re_v, im_v, spread_v = (
-        inner[:, :count].T,
-        inner[:, count : 2 * count].T,
-        inner[:, 2 * count :].T,
-    )
     block_mass, _ = _pairwise_rows(mat)  # (blocks,)
-    half_alpha = np.sin(alpha * 0.5)
-    one_minus_cos = 2.0 * half_alpha * half_alpha  # (J, blocks)
-    sin_a, cos_a = np.sin(alpha), np.cos(alpha)
-    re_w, levels = _pairwise_rows(one_minus_cos * block_mass + cos_a * re_v + sin_a * im_v)
-    im_w, _ = _pairwise_rows(sin_a * block_mass + cos_a * im_v - sin_a * re_v)
-    magnitude = ((one_minus_cos + np.abs(alpha)) * block_mass + 2.0 * re_v + 2.0 * spread_v).sum(
-        axis=1
-    ) * (1.0 + 1e-6)  # ≥ ΣT_b (non-negative terms, summed within a relative nu)
-    real = total - re_w
-    values = real - 1j * im_w
-    bounds = 1.01 * (
-        _UNIT * (np.abs(real) + total) + (150 + 2.02 * (levels + 2)) * _UNIT * magnitude
-    )
+    starts = _BLOCK * (block0 + np.arange(blocks, dtype=np.int64))
+    # the (J, blocks) arrays below are built a few frequencies at a time, so that memory
+    # stays at ~_DIRECT_CHUNK elements per array whatever the window (each frequency's
+    # value and bound depend on its own row only)
+    step = max(1, _DIRECT_CHUNK // blocks)
+    for at in range(0, len(freqs), step):
+        js = np.asarray(freqs[at : at + step], dtype=np.int64)[:, None]
+        count = len(js)
+        alpha = _reduced_angles(js * starts, size)  # (J, blocks)
+        beta = _reduced_angles(js * np.arange(_BLOCK, dtype=np.int64), size)  # (J, B)
+        half_beta = np.sin(beta * 0.5)
+        inner = mat @ np.concatenate([2.0 * half_beta * half_beta, np.sin(beta), np.abs(beta)]).T
+        re_v, im_v, spread_v = (
+            inner[:, :count].T,
+            inner[:, count : 2 * count].T,
+            inner[:, 2 * count :].T,
+        )
+        half_alpha = np.sin(alpha * 0.5)
+        one_minus_cos = 2.0 * half_alpha * half_alpha  # (J, blocks)
+        del half_alpha
+        sin_a, cos_a = np.sin(alpha), np.cos(alpha)
+        re_w, levels = _pairwise_rows(one_minus_cos * block_mass + cos_a * re_v + sin_a * im_v)
+        im_w, _ = _pairwise_rows(sin_a * block_mass + cos_a * im_v - sin_a * re_v)
+        del sin_a, cos_a
+        magnitude = (
+            (one_minus_cos + np.abs(alpha)) * block_mass + 2.0 * re_v + 2.0 * spread_v
+        ).sum(axis=1) * (1.0 + 1e-6)  # ≥ ΣT_b (non-negative terms, summed within a relative nu)
+        real = total - re_w
+        values[at : at + count] = real - 1j * im_w
+        bounds[at : at + count] = 1.01 * (
+            _UNIT * (np.abs(real) + total) + (150 + 2.02 * (levels + 2)) * _UNIT * magnitude
+        )
     return values, bounds
 
 
