@@ -1,7 +1,9 @@
-"""Small helpers shared by the benchmarks: timing and table printing."""
+"""Small helpers shared by the benchmarks: timing, table printing, peer libraries."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -31,3 +33,25 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.6g}" if abs(value) < 1e5 else f"{value:.4e}"
     return str(value)
+
+
+BENCH_INSTALL = 'pip install -e ".[bench]"'
+"""Installs every peer library the benchmarks compare against (see pyproject.toml)."""
+
+
+@functools.cache
+def peer_missing(module: str) -> str | None:
+    """None if the peer library ``module`` imports; else a note saying how to install it.
+
+    A benchmark leaves out the rows and verdicts of a missing peer (and says so) instead
+    of attempting every fit and failing each one.
+    """
+    try:
+        importlib.import_module(module)
+    except Exception as error:  # absent, or present but broken (e.g. a too-new scikit-learn)
+        return (
+            f"{module} is not available ({type(error).__name__}: {error}); its rows and the "
+            f"verdicts that need it are left out. Install the peers with {BENCH_INSTALL} "
+            "(diffprivlib needs scikit-learn < 1.8, which that extra pins)."
+        )
+    return None

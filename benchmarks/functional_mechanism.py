@@ -68,7 +68,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from _common import table
+from _common import peer_missing, table
 
 from dpledger import Ledger
 from dpledger import accountant as acc
@@ -89,8 +89,10 @@ FM = {  # key: (method, variant)
     "gfm_pub": ("gaussian", "published"),
     "gfm_cal": ("gaussian", "calibrated"),
 }
-LINEAR = (*FM, "adassp", "dpl")
-LOGISTIC = (*FM, "dpl")
+#: diffprivlib's rows, when it is installed (``pip install -e ".[bench]"``)
+DPL: tuple[str, ...] = () if peer_missing("diffprivlib") else ("dpl",)
+LINEAR = (*FM, "adassp", *DPL)
+LOGISTIC = (*FM, *DPL)
 LABELS = {
     "fm_pub": "FM published",
     "fm_cal": "FM calibrated",
@@ -742,7 +744,7 @@ def capefm_vs_pooled(X: np.ndarray, y: np.ndarray, beta: np.ndarray, seeds: int)
 
 # ------------------------------------------------------------------ error vs N and δ
 
-SWEEP_KEYS = (*FM, "adassp", "dpl")
+SWEEP_KEYS = (*FM, "adassp", *DPL)
 
 
 def sweep(
@@ -908,6 +910,8 @@ def main() -> None:
         f"y_bound = 1; {ADJ}; δ = {DELTA:g}; fit_intercept=False; seeds = {seeds}"
     )
     sets, notes = data_sets(args.quick)
+    missing = peer_missing("diffprivlib")
+    notes += [missing] if missing else []
     for note in notes:
         print(note)
     verdicts: list[str] = [f"SKIP  {n}" for n in notes]

@@ -88,6 +88,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
+from _common import peer_missing
 from scipy.optimize import brentq
 
 from dpledger._table import format_table
@@ -500,6 +501,12 @@ def methods(l1_bound: float | None = None) -> tuple[list[Method], list[str]]:
     out += [
         Method("noisygd", "noisy GD", DELTA, GD_STEPS, _noisy_gd, ("C2", "-", "^")),
         Method("gfm", "Gaussian FM", DELTA, (None,), _gfm, ("C4", "-", "d")),
+    ]
+    missing = peer_missing("diffprivlib")
+    if missing:
+        notes.append(missing)
+        return out, notes
+    out += [
         Method(
             "dpl",
             "diffprivlib @ equal true ε",
@@ -803,9 +810,13 @@ def verdicts(results: list[dict[str, Any]]) -> list[str]:
                 f"median accuracy {100 * op:.2f} % vs non-private {100 * base:.2f} % "
                 f"(gap {100 * (base - op):.2f} points; target ≤ 2)"
             )
+    missing = peer_missing("diffprivlib")
     for res in results:
         parts, ok = [], True
         data = res["data"]
+        if missing:
+            lines.append(f"SKIP  (b) {data.name}: needs diffprivlib, not available (above)")
+            continue
         pure = "objpert_l1" if l1_noise_wins(data.l1_bound, data.d) else "objpert"
         for e in EPSILONS:
             op, op_lo, op_hi = quantiles(res["acc"][pure, e])
