@@ -613,6 +613,31 @@ def test_clipped_rows_are_inside_the_bound_exactly():
     np.testing.assert_allclose(big, [[1 / 3, 1 / 3, -1 / 3]], rtol=1e-12)
 
 
+def test_shrink_in_place_touches_only_the_rows_that_are_over():
+    """``_shrink_rows`` (the in-place clip of the statistics path): rows inside the bound
+    keep their bits, rows over it equal ``_clip_rows``'s (which returns a new array and
+    leaves its input alone), and a huge finite row is scaled, not zeroed."""
+    from dpledger.algorithms.linear import _clip_rows, _shrink_rows
+
+    rng = np.random.default_rng(11)
+    for norm in ("l1", "l2", "linf"):
+        X = rng.standard_normal((500, 7)) * rng.uniform(0.05, 0.6, (500, 1))
+        X[::37] *= 40.0  # some rows far outside
+        X[5] = [1e308, -1e308, 1e308, 0, 0, 0, 0]
+        before = X.copy()
+        expected = _clip_rows(X, 1.0, norm)
+        np.testing.assert_array_equal(X, before)  # _clip_rows: input untouched
+        inside = np.abs(X).sum(axis=1) if norm == "l1" else None
+        _shrink_rows(X, 1.0, norm)
+        np.testing.assert_array_equal(X, expected)
+        if inside is not None:
+            small = inside <= 0.5  # computed ℓ₁ far below the bound: never touched
+            np.testing.assert_array_equal(X[small], before[small])
+        assert np.all(np.isfinite(X[5])) and np.abs(X[5]).max() > 0.1
+    with pytest.raises(dpl.InvalidArgumentError, match="internal error"):
+        _shrink_rows(np.asfortranarray(rng.standard_normal((4, 3))), 1.0, "l2")
+
+
 def test_rejection_batches_stay_bounded_in_memory():
     """Batches grew to 65,536 proposals whatever d (2.8 GB at d = 1000); now ≤ 2²² floats."""
     from dpledger.algorithms.kng import SamplingError, _first_inside

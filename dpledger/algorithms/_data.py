@@ -290,7 +290,12 @@ def _rows_on_grid(X: np.ndarray, norm: float, bits: int) -> tuple[np.ndarray, fl
     scale = _power_of_two_above(norm)
     unit = 2.0**bits
     limit = float(((Fraction(norm) / Fraction(scale) * 2**bits) ** 2).__floor__())
-    grid = np.rint(X / scale * unit)
+    factor = unit / scale  # a power of two: X·factor is X/scale·unit, or exact where that
+    if math.isfinite(factor):  # underflows (to a |value| < 2⁻¹⁰⁰⁰, which rounds to 0 anyway)
+        grid = X * factor
+        np.rint(grid, out=grid)
+    else:
+        grid = np.rint(X / scale * unit)
     squares = _squared_norms(grid)
     outside = squares > limit
     if outside.any():

@@ -116,7 +116,7 @@ from dpledger._validation import (
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms.base import PrivateEstimator, Release, store_parameters
-from dpledger.algorithms.linear import BinaryClassifierOutputs, _clip_rows, _scale_rows
+from dpledger.algorithms.linear import BinaryClassifierOutputs, _scale_rows, _shrink_rows
 from dpledger.errors import DPLedgerError, InvalidArgumentError
 from dpledger.mechanisms import Gaussian, KNorm
 from dpledger.mechanisms.base import Mechanism, as_vector, warn_floating_point
@@ -877,10 +877,10 @@ class _ObjectiveNoise(Mechanism):
 def _clip_l1(Xs: np.ndarray, limit: float) -> None:
     """Scale down, in place, the rows whose ℓ₁ norm may exceed ``limit``.
 
-    The shared clip (:func:`~.linear._clip_rows`): every row's *exact* ℓ₁ norm is ≤
+    The shared clip (:func:`~.linear._shrink_rows`): every row's *exact* ℓ₁ norm is ≤
     ``limit`` afterwards, whatever the number of columns.
     """
-    Xs[...] = _clip_rows(Xs, limit, "l1")
+    _shrink_rows(Xs, limit, "l1")
 
 
 class _ERM(PrivateEstimator):

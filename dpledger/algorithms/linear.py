@@ -134,33 +134,47 @@ def _norms(X: np.ndarray, norm: str) -> np.ndarray:
 def _clip_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
     """Rows with ‖x‖_K > bound scaled onto the sphere of radius bound (record-local).
 
-    The *exact* norm of every returned row is ≤ bound: rows are brought to a computed norm
-    ≤ bound·(1 − 2(d + 2)u) (u = 2⁻⁵³), and a computed ℓ₁ or ℓ₂ norm of d entries is within
-    a relative (d + 2)u of the exact one (entries ≥ 2⁻⁹⁰⁰·2⁻⁴⁰ are normal, the bound is
-    ≥ 2⁻⁹⁰⁰: no subnormal rounding); ℓ∞ is exact.
+    A new array (the input is not modified); :func:`_shrink_rows` does it in place.
     """
-    X = np.ascontiguousarray(X, dtype=float)  # one summation order, whatever the layout
+    clipped = np.array(X, dtype=float, order="C", copy=True)  # one summation order
+    _shrink_rows(clipped, bound, norm)
+    return clipped
+
+
+def _shrink_rows(X: np.ndarray, bound: float, norm: str) -> None:
+    """Scale, in place, the rows with ‖x‖_K > bound onto the sphere of radius bound.
+
+    The *exact* norm of every row is ≤ bound afterwards: rows are brought to a computed
+    norm ≤ bound·(1 − 2(d + 2)u) (u = 2⁻⁵³), and a computed ℓ₁ or ℓ₂ norm of d entries is
+    within a relative (d + 2)u of the exact one (entries ≥ 2⁻⁹⁰⁰·2⁻⁴⁰ are normal, the
+    bound is ≥ 2⁻⁹⁰⁰: no subnormal rounding); ℓ∞ is exact. Only the rows that are over
+    are touched (read once, written once): the others keep their values exactly.
+    """
+    if X.dtype != np.float64 or not X.flags.c_contiguous or not X.flags.writeable:
+        raise InvalidArgumentError("internal error: rows to shrink must be C-contiguous floats.")
     d = X.shape[1] if X.ndim == 2 else 1
     target = bound * (1.0 - 2.0 * (d + 2) * 2.0**-53)
     norms = _norms(X, norm)
     huge = ~np.isfinite(norms)  # a finite row whose norm overflows: far above the bound
     if huge.any():  # in units of its largest entry first, then onto the sphere below
-        X = X.copy()
         X[huge] /= np.max(np.abs(X[huge]), axis=1)[:, None]
-        norms = _norms(X, norm)
-    over = (norms > target) | huge
-    factor = np.where(over, target / np.where(norms > 0, norms, 1.0), 1.0)
-    clipped = np.asarray(X * factor[:, None], dtype=float)
+        norms[huge] = _norms(np.ascontiguousarray(X[huge]), norm)
+    over = np.flatnonzero((norms > target) | huge)
+    if over.size == 0:
+        return
+    part = X[over]
+    part *= (target / np.where(norms[over] > 0, norms[over], 1.0))[:, None]
     # rounding may leave a scaled row a hair above the target: shrink it by a margin of
     # the norm's own error size, doubled each pass (one pass suffices in practice; the
-    # row's direction is kept, and only rows that are over are touched)
+    # row's direction is kept)
     margin = 2.0 * (d + 2) * 2.0**-53
     for _ in range(60):
-        after = _norms(clipped, norm)
-        over = after > target
-        if not over.any():
-            return clipped
-        clipped[over] *= (target / after[over] * (1.0 - margin))[:, None]
+        after = _norms(part, norm)
+        still = after > target
+        if not still.any():
+            X[over] = part
+            return
+        part[still] *= (target / after[still] * (1.0 - margin))[:, None]
         margin = min(2.0 * margin, 0.5)
     raise InvalidArgumentError("internal error: a clipped row stayed outside `x_bound`.")
 
@@ -168,11 +182,11 @@ def _clip_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
 def _enforce_unit_norm(Xs: np.ndarray) -> None:
     """Shrink, in place, the rows whose *exact* norm could exceed 1 by rounding.
 
-    :func:`_clip_rows` with bound 1: every row's exact norm is ≤ 1 afterwards (before, a
+    :func:`_shrink_rows` with bound 1: every row's exact norm is ≤ 1 afterwards (before, a
     row's computed norm was brought to ≤ 1, and its exact norm could still exceed 1 by
     2e-16, beyond the sensitivities without slack under ``safe_noise=False``).
     """
-    Xs[...] = _clip_rows(Xs, 1.0, "l2")
+    _shrink_rows(Xs, 1.0, "l2")
 
 
 def _scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
