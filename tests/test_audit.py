@@ -11,6 +11,7 @@ import math
 from fractions import Fraction
 from pathlib import Path
 
+import mpmath
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -265,6 +266,37 @@ def test_wishart_irls_pure_claim_is_violated():
     assert report.verdict == "violated"
     assert report.epsilon == math.inf and report.epsilon_lower == math.inf
     assert any("Wishart" in f for f in report.findings)
+
+
+def _wishart(epsilon, count=1):
+    return {"mechanism": "wishart", "epsilon": epsilon, "count": count}
+
+
+@pytest.mark.parametrize("adjacency", ["add_remove", "replace_one"])
+def test_wishart_true_claim_is_not_called_violated(adjacency):
+    """helper-38: a Wishart release was judged by the canonical (ε, 1 − e^{−ε}) pair as if it
+    attained it, and the true claim (0.1, 0.7) was "VIOLATED, ε ≥ 0.709". Its exact profile
+    is δ(ε′) = 1 − e^{−1} = 0.632 at every ε′ ≥ 0 (scipy check in test_mechanisms): the
+    claim holds."""
+    report = audit(claim(0.1, 0.7, adjacency), _wishart(1.0))
+    assert report.verdict in ("holds", "holds_loosely")
+    assert report.delta == pytest.approx(1 - math.exp(-1.0), rel=1e-12)
+
+
+def test_wishart_lower_bound_is_its_support_mismatch_only():
+    """Three Wisharts of ε = 0.2: some output lands outside its neighbour's support with
+    probability 1 − e^{−0.6} = 0.4512 (mpmath), at infinite loss. A claim with δ below that
+    is certified violated (ε ≥ ∞); with δ above it, no lower bound comes from them (the
+    canonical pair is not attained in composition), alone or beside a Gaussian."""
+    threshold = float(-mpmath.expm1(mpmath.mpf(-0.6)))
+    below = audit(claim(5.0, threshold * (1 - 1e-9)), _wishart(0.2, count=3))
+    assert below.verdict == "violated" and below.epsilon_lower == math.inf
+    above = audit(claim(0.01, threshold * (1 + 1e-9)), _wishart(0.2, count=3))
+    assert above.verdict in ("holds", "holds_loosely")
+    mixed = audit(claim(0.5, 0.46), _wishart(0.2, count=3), gaussian(4.0))
+    # the Gaussian alone (μ = 0.25) has ε(0.46) = 0: no certified lower bound above 0
+    assert mixed.epsilon_lower in (None, 0.0)
+    assert mixed.verdict != "violated"
 
 
 @pytest.mark.parametrize(

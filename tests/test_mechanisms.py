@@ -6,6 +6,7 @@ import math
 import warnings
 from fractions import Fraction
 
+import mpmath
 import numpy as np
 import pytest
 from scipy import stats
@@ -57,10 +58,34 @@ def test_selection_and_knorm_events():
 
 
 def test_wishart_event_is_not_pure():
+    """(0, 1 − e^{−ε}): δ rounded up from the 40-digit value, and no ε part (the loss on
+    the common support is a constant: the next test)."""
     w = mech.Wishart(epsilon=0.5, trace_sensitivity=0.01, dimension=3)
-    assert w.event.epsilon == 0.5
-    assert w.event.delta == pytest.approx(1 - math.exp(-0.5), rel=1e-14)
+    assert w.event.epsilon == 0.0
+    exact = -mpmath.expm1(-mpmath.mpf(0.5))
+    assert mpmath.mpf(w.event.delta) >= exact
+    assert w.event.delta == pytest.approx(float(exact), rel=1e-15)
     assert w.scale == pytest.approx(0.01, rel=1e-14)
+
+
+def test_wishart_loss_is_constant_on_the_common_support():
+    """The density ratio of B + W against B′ + W (B′ = B + uuᵀ, ‖u‖² = Δ_tr) at outputs in
+    both supports, by scipy's Wishart log-density (independent of the mechanism): exactly
+    ε everywhere — so the only privacy cost is the support mismatch, (0, 1 − e^{−ε})-DP."""
+    d, epsilon, delta_tr = 3, 0.7, 2.0
+    w = mech.Wishart(epsilon, delta_tr, dimension=d)
+    u = np.array([1.0, -0.5, 0.2])
+    u *= math.sqrt(delta_tr) / np.linalg.norm(u)
+    B = np.diag([0.5, 1.0, 2.0])
+    B2 = B + np.outer(u, u)
+    law = stats.wishart(df=d + 1, scale=w.scale * np.eye(d))
+    rng = np.random.default_rng(8)
+    losses = []
+    while len(losses) < 300:
+        out = w.release(B, rng)
+        if np.linalg.eigvalsh(out - B2).min() > 1e-9:  # inside the neighbour's support
+            losses.append(law.logpdf(out - B2) - law.logpdf(out - B))
+    np.testing.assert_allclose(losses, epsilon, rtol=1e-9)
 
 
 def test_wishart_support_failure_probability_by_simulation():

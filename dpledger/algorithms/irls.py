@@ -35,8 +35,9 @@ Variants:
   argument (Dwork & Rothblum 2016, Thms 3.4–3.5): Laplace b = Δ₁/ε′ or Gaussian
   σ = √(2 log(1.25/δ))·Δ₂/ε′ for the first moment; the Wishart mechanism at ε′ for the
   second (``second_moment="wishart"``). Charged at the true cost of what is released —
-  the Wishart release is (ε′, 1 − e^{−ε′})-DP, never ε′-DP: its output's support
-  depends on the data (SEED-NOTES 000), so J of them cost δ ≥ 1 − e^{−Jε′}. The paper's
+  the Wishart release is (0, 1 − e^{−ε′})-DP and never ε-DP for any ε: its output's
+  support depends on the data (SEED-NOTES 000; :mod:`dpledger.mechanisms.matrix`), so J
+  of them cost δ = 1 − e^{−Jε′}. The paper's
   own accounting is reported next to it in ``paper_accounting_`` — a comparison, not a
   guarantee.
 """

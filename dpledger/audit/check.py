@@ -50,6 +50,7 @@ from dpledger.accountant.advanced import advanced_composition
 from dpledger.accountant.pld import PLDSummary, epsilon_lower_bound
 from dpledger.audit.pipeline import Claim, Pipeline, Release, load_pipeline, parse_pipeline
 from dpledger.errors import InvalidArgumentError, NotApplicableError
+from dpledger.mechanisms.matrix import wishart_delta
 
 __all__ = ["VERDICTS", "AuditReport", "check_claim"]
 
@@ -297,13 +298,15 @@ def _base_event(release: Release, adjacency: str, findings: list[str]) -> ev.Eve
         return ev.Gaussian(sigma=1.0, sensitivity=p["mu"])
     if mech == "wishart":
         eps_w = p["epsilon"]
+        delta_w = wishart_delta(eps_w)
         findings.append(
-            f"{name}: Wishart noise is not ε-DP — the noisy matrix's support depends on the "
-            "data, and an output outside the neighbour's support has infinite privacy loss. "
-            f"It is at best (ε, 1 − e^(−ε))-DP = ({eps_w:g}, {-math.expm1(-eps_w):.3g})-DP "
-            "(diffprivlib removed its Wishart mechanism for this reason, its issue #23)."
+            f"{name}: Wishart noise is not ε-DP for any ε — the noisy matrix's support "
+            "depends on the data, and an output outside the neighbour's support (probability "
+            f"1 − e^(−ε) = {fmt_up(delta_w)}) has infinite privacy loss. It is "
+            f"(0, {fmt_up(delta_w)})-DP and no better at any ε (dpledger.mechanisms.Wishart; "
+            "diffprivlib removed its Wishart mechanism for this reason, its issue #23)."
         )
-        return ev.ApproxDP(epsilon=eps_w, delta=-math.expm1(-eps_w))
+        return ev.ApproxDP(epsilon=0.0, delta=delta_w)
     raise InvalidArgumentError(f"internal error: unhandled mechanism {mech!r}")
 
 
@@ -634,6 +637,7 @@ def check_claim(
     rows: list[dict[str, Any]] = []
     events: list[ev.Event] = []
     attained: list[ev.Event] = []  # releases whose accounted worst case some input attains
+    wishart_epsilon = Fraction(0)  # Σ count·ε of the unsampled Wishart releases
     unsupported: list[str] = []
     unamplified = False
     for release in pipe.releases:
@@ -658,6 +662,8 @@ def check_claim(
         # are accounted as ε-DP, whose worst case (randomized response) they do not attain
         if not batches and release.mechanism not in _WORST_CASE_NOT_ATTAINED:
             attained.append(built)
+        if release.mechanism == "wishart" and release.sampling == "none":
+            wishart_epsilon += release.count * Fraction(release.params["epsilon"])
 
     report = AuditReport(
         verdict="unsupported", claim=claim, findings=findings, releases=rows, source=pipe.source
@@ -675,7 +681,7 @@ def check_claim(
     complete = len(attained) == len(events)
     try:
         if claim.notion in ("approx_dp", "pure_dp"):
-            _judge_dp(report, event, claim, loose_ratio, lower_event)
+            _judge_dp(report, event, claim, loose_ratio, lower_event, wishart_epsilon)
         else:
             _judge_other(report, event, claim, loose_ratio, lower_event if complete else None)
     except NotApplicableError as exc:
@@ -710,7 +716,28 @@ def _as_pipeline(pipeline: Pipeline | Mapping[str, Any] | str | Path) -> Pipelin
     )
 
 
-_WORST_CASE_NOT_ATTAINED = ("report_noisy_max", "permute_and_flip")
+# Wishart: its (0, δ) event is attained for each release alone, but its worst pair (mass
+# 1 − e^{−ε} at infinite loss, a constant loss −ε on the rest) is not the canonical (0, δ)
+# pair, whose composition with other releases can exceed the true one; its own lower
+# bound is :func:`_wishart_unbounded`
+_WORST_CASE_NOT_ATTAINED = ("report_noisy_max", "permute_and_flip", "wishart")
+
+
+def _wishart_unbounded(total: Fraction, delta: float) -> bool:
+    """Whether unsampled Wishart releases of Σ count·ε = ``total`` alone make ε(δ) = ∞.
+
+    For the worst-case rank-one neighbour each release falls outside the neighbour's
+    support, with infinite privacy loss, with probability 1 − e^{−εᵢ} independently
+    (:mod:`dpledger.mechanisms.matrix`): with probability 1 − e^{−total} some release does,
+    so δ(ε′) ≥ 1 − e^{−total} at every ε′, and releasing more never lowers it. Decided in
+    40-digit mpmath, the threshold lowered by 1e-30 relative: a certified lower bound of ∞
+    wherever ``delta`` is below it.
+    """
+    if total <= 0:
+        return False
+    with mpmath.workdps(40):
+        floor = -mpmath.expm1(-mpmath.mpf(total.numerator) / total.denominator)
+        return bool(mpmath.mpf(delta) < floor * (1 - mpmath.mpf(10) ** -30))
 
 
 def _judge_dp(
@@ -719,6 +746,7 @@ def _judge_dp(
     claim: Claim,
     loose_ratio: float,
     lower_event: ev.Event | None,
+    wishart_epsilon: Fraction = Fraction(0),
 ) -> None:
     assert claim.epsilon is not None
     table = accountant.epsilon_by_method(event, claim.delta)
@@ -738,6 +766,8 @@ def _judge_dp(
     report.epsilon_lower = (
         None if lower_event is None else _lower_epsilon(lower_event, claim.delta, upper)
     )
+    if _wishart_unbounded(wishart_epsilon, claim.delta):
+        report.epsilon_lower = math.inf
     # either certified comparison proves the claim (δ at the claimed ε avoids rounding ε up)
     # — but a computed δ of 0 proves nothing at δ = 0: a positive δ below 5e-324 underflows
     # to it (a Gaussian "held" as (40, 0)-DP), so a pure claim is proved by ε alone

@@ -8,14 +8,24 @@
   :class:`~dpledger.mechanisms.Gaussian`, safe by default.
 * :class:`Wishart` — B + W with W ~ Wishart(c·I, d + 1) (Imtiaz & Sarwate 2016), kept to
   reproduce the private IRLS paper (Park & Welling). Its density-ratio argument ignores
-  the support: B + W lies in {M ≻ B}, which differs between neighbours. For a rank-one
-  change uuᵀ with ‖u‖² ≤ Δ_tr and c = Δ_tr/(2ε), P[B̃ − B′ ⋡ 0] = P[χ²₂ < ‖u‖²/c] ≤
-  1 − e^{−ε}, and the ratio on the common support is ≤ e^ε. So the release is
-  (ε, 1 − e^{−ε})-DP and no better — its ``event`` says exactly that, not ε-DP.
+  the support: B + W lies in {M ⪰ B}, which differs between neighbours. With d + 1
+  degrees of freedom the density is ∝ e^{−tr(W)/(2c)} on the cone (the det exponent
+  (d + 1 − d − 1)/2 is 0), so for a rank-one change B′ = B + uuᵀ, ‖u‖² ≤ Δ_tr and
+  c = Δ_tr/(2ε): the support of B′'s output lies inside B's; there the density ratio is
+  the *constant* e^{‖u‖²/(2c)} ≤ e^ε; and B's output falls outside B′'s support with
+  probability 1 − P[W ⪰ uuᵀ] = 1 − e^{−‖u‖²/(2c)} ≤ 1 − e^{−ε} (shift W by uuᵀ). So
+  for every set S both P_B(S) − P_B′(S) and P_B′(S) − P_B(S) are at most 1 − e^{−ε}: the
+  release is (0, 1 − e^{−ε})-DP, and for ‖u‖² = Δ_tr its privacy profile is exactly
+  δ(ε′) = 1 − e^{−ε} at every ε′ ≥ 0 (the outside mass has infinite privacy loss).
+  Replace-one (B′ = B − vvᵀ + uuᵀ) gives the same bound: the outside mass is at most
+  1 − e^{−‖u‖²/(2c)} and the constant loss on the common support (‖v‖² − ‖u‖²)/(2c),
+  which together stay below 1 − e^{−ε}. Its ``event`` is ApproxDP(0, 1 − e^{−ε}): never
+  ε-DP for any ε, and no better than that δ at any ε.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -86,8 +96,13 @@ class SymmetricGaussian(Mechanism):
         return out
 
 
+def wishart_delta(epsilon: float) -> float:
+    """1 − e^{−ε}, rounded up: the δ of the Wishart mechanism at its ε (module docstring)."""
+    return min(1.0, math.nextafter(-math.expm1(-epsilon), math.inf))
+
+
 class Wishart(Mechanism):
-    """The Wishart mechanism B + W, W ~ Wishart(scale·I, d + 1); (ε, 1 − e^{−ε})-DP.
+    """The Wishart mechanism B + W, W ~ Wishart(scale·I, d + 1); (0, 1 − e^{−ε})-DP.
 
     Args:
         epsilon: The ε of the density-ratio argument.
@@ -122,8 +137,11 @@ class Wishart(Mechanism):
 
     @property
     def event(self) -> ev.ApproxDP:
-        """(ε, 1 − e^{−ε})-DP: the support mismatch costs δ = 1 − e^{−ε} (module docstring)."""
-        return ev.ApproxDP(self.epsilon, -float(np.expm1(-self.epsilon)))
+        """(0, 1 − e^{−ε})-DP: the support mismatch costs δ = 1 − e^{−ε}, nothing else does.
+
+        The loss on the common support is a constant (module docstring).
+        """
+        return ev.ApproxDP(0.0, wishart_delta(self.epsilon))
 
     def validate(self, value: Any) -> None:
         """``value`` must be a finite symmetric d×d matrix."""
