@@ -12,6 +12,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import mpmath
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -266,6 +267,21 @@ def test_wishart_irls_pure_claim_is_violated():
     assert report.verdict == "violated"
     assert report.epsilon == math.inf and report.epsilon_lower == math.inf
     assert any("Wishart" in f for f in report.findings)
+
+
+@pytest.mark.parametrize("sigma", [1e-200, 1e-300])
+def test_poisson_gaussian_with_astronomical_loss_gets_a_verdict_not_a_traceback(sigma):
+    """helper-38 F2: μ = Δ/σ = 1e200 overflowed μ² in the lower-bound pair (a raw
+    OverflowError from `dpledger audit`). Now no lower bound is found (the losses are far
+    beyond any grid) and the claim is not certified; the pair's tails are probabilities."""
+    from dpledger.accountant._pairs import GaussianPair
+
+    report = audit(claim(1.0, 1e-5), gaussian(sigma, sampling="poisson", sampling_rate=0.5))
+    assert report.verdict == "not_certified"
+    pair = GaussianPair(1.0 / sigma)
+    tails = [pair.p_at_least(np.array([t]))[0] for t in (-1e300, 0.0, 1e300)]
+    assert all(0.0 <= v <= 1.0 for v in tails) and tails[0] == 1.0
+    assert pair.q_at_least(np.array([0.0]))[0] == 0.0
 
 
 def _wishart(epsilon, count=1):

@@ -234,10 +234,21 @@ class GaussianPair(Pair):
         return np.asarray(np.clip(out, 0.0, 1.0))
 
     def p_at_least(self, t: np.ndarray) -> np.ndarray:
-        return np.asarray(special.ndtr((self.mu**2 / 2 - np.asarray(t, dtype=float)) / self.mu))
+        return np.asarray(special.ndtr(self._standardised(t, 1.0)))
 
     def q_at_least(self, t: np.ndarray) -> np.ndarray:
-        return np.asarray(special.ndtr((-(self.mu**2) / 2 - np.asarray(t, dtype=float)) / self.mu))
+        return np.asarray(special.ndtr(self._standardised(t, -1.0)))
+
+    def _standardised(self, t: np.ndarray, sign: float) -> np.ndarray:
+        """(±μ²/2 − t)/μ: L's mean under P (+) or Q (−), less t, over its deviation μ.
+
+        As μ/2 − t/μ where μ² would overflow (μ beyond 1e150; a raw OverflowError before).
+        """
+        t = np.asarray(t, dtype=float)
+        mu = self.mu
+        if mu < 1e150:
+            return np.asarray((sign * mu**2 / 2 - t) / mu)
+        return np.asarray(sign * (mu / 2) - t / mu)
 
 
 class LaplacePair(Pair):
