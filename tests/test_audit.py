@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from dpledger.accountant.advanced import advanced_composition
 from dpledger.audit import PipelineError, check_claim, load_pipeline, parse_pipeline
 from dpledger.cli import main
+from dpledger.errors import InvalidArgumentError
 
 from . import _reference as ref
 
@@ -430,6 +431,50 @@ sampling = "poisson"
     assert "needs 'sigma'" in messages
     assert "Poisson sampling needs 'sampling_rate'" in messages
     assert "bad.toml:3:" in str(info.value)
+
+
+def test_calibrations_at_subnormal_budgets_are_computed_or_named():
+    """helper-38 F6: δ = 5e-324 made 1.25/δ overflow, so a finite classical σ (≈ 38.6)
+    was refused as "`sigma` must be positive and finite. Found inf."; a Laplace ε of
+    1e-320 got the same kind of message. The σ is now computed from logarithms (checked
+    against 50-digit mpmath), and an overflowing scale is an error naming the release."""
+    release = {
+        "mechanism": "gaussian",
+        "calibration": "classical",
+        "epsilon": 1.0,
+        "delta": 5e-324,
+        "sensitivity": 1.0,
+    }
+    report = audit(claim(50.0, 1e-300), release)
+    with mpmath.workdps(50):
+        sigma = mpmath.sqrt(2 * mpmath.log(mpmath.mpf(1.25) / mpmath.mpf(5e-324)))
+    assert float(sigma) == pytest.approx(38.6, abs=0.05)
+    assert f"sigma={float(sigma):.6g}"[:10] in report.releases[0]["event"].replace(" ", "")
+    laplace = {"mechanism": "laplace", "calibration": "standard", "epsilon": 1e-320}
+    with pytest.raises(InvalidArgumentError, match=r"laplace: the scale .* epsilon = 1e-320"):
+        audit(claim(1.0, 1e-5), {**laplace, "sensitivity": 1.0})
+
+
+def test_small_integers_are_not_called_too_large():
+    """helper-38 F7: count = -5 and categories = 1 read "an integer too large (1 digits)"."""
+    text = """
+[claim]
+epsilon = 1.0
+delta = 1e-5
+adjacency = "add_remove"
+
+[[release]]
+mechanism = "randomized_response"
+epsilon = 1.0
+categories = 1
+count = -5
+"""
+    with pytest.raises(PipelineError) as info:
+        parse_pipeline(text, source="neg.toml")
+    messages = " | ".join(msg for _, msg in info.value.problems)
+    assert "categories must be an integer from 2 to 2**63 − 1; found 1" in messages
+    assert "count must be an integer from 1 to 2**63 − 1; found -5" in messages
+    assert "too large" not in messages
 
 
 def test_invalid_toml_reports_its_line():

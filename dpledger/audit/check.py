@@ -235,8 +235,20 @@ def _sensitivity(release: Release, adjacency: str, findings: list[str]) -> float
     )
 
 
-def _classical_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
-    return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+def _classical_sigma(epsilon: float, delta: float, sensitivity: float, name: str) -> float:
+    """Δ√(2 ln(1.25/δ))/ε, the classical Gaussian σ (ln(1.25/δ) taken without overflow)."""
+    sigma = sensitivity * math.sqrt(2 * (math.log(1.25) - math.log(delta))) / epsilon
+    return _finite_noise(sigma, "sigma", name, epsilon)
+
+
+def _finite_noise(value: float, what: str, name: str, epsilon: float) -> float:
+    """A calibrated noise scale, or an error naming the release if it overflows a float."""
+    if not math.isfinite(value):
+        raise InvalidArgumentError(
+            f"{name}: the {what} its calibration gives at epsilon = {epsilon!r} overflows a "
+            f"float ({value!r}); declare the noise ({what} = ...) instead."
+        )
+    return value
 
 
 def _base_event(release: Release, adjacency: str, findings: list[str]) -> ev.Event:
@@ -256,7 +268,7 @@ def _base_event(release: Release, adjacency: str, findings: list[str]) -> ev.Eve
                 )
             noise_sens = p.get("noise_sensitivity", sens)
             if release.calibration == "classical":
-                sigma = _classical_sigma(eps_r, delta_r, noise_sens)
+                sigma = _classical_sigma(eps_r, delta_r, noise_sens, name)
                 if eps_r >= 1:
                     findings.append(
                         f"{name}: the classical Gaussian σ = Δ√(2 ln(1.25/δ))/ε is only proved "
@@ -273,7 +285,9 @@ def _base_event(release: Release, adjacency: str, findings: list[str]) -> ev.Eve
         else:
             if p["epsilon"] <= 0:
                 raise _UnsupportedError(f"{name}: a Laplace calibration needs epsilon > 0")
-            scale = p.get("noise_sensitivity", sens) / p["epsilon"]
+            scale = _finite_noise(
+                p.get("noise_sensitivity", sens) / p["epsilon"], "scale", name, p["epsilon"]
+            )
         return ev.Laplace(scale=scale, sensitivity=sens)
     if mech == "discrete_gaussian":
         return ev.DiscreteGaussian(p["sigma"], sens, dimension=p.get("dimension"))

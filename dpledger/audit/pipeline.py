@@ -305,7 +305,7 @@ def _kind(value: Any) -> str:
         return "a table"
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, int):
+    if isinstance(value, int) and abs(value) > MAX_COUNT:
         return f"an integer too large ({len(str(abs(value)))} digits)"
     return repr(value)
 
