@@ -208,3 +208,47 @@ def test_a_reused_output_buffer_is_read_at_each_release(container):
     for seed in range(3):
         est = estimate_epsilon(mechanism, 0.0, 1.0, samples=2000, rng=np.random.default_rng(seed))
         assert est.epsilon <= 0.1
+
+
+def test_sample_counts_beyond_memory_are_refused_before_running():
+    """helper-38 F5: samples = 10¹² raised a raw MemoryError (7.28 TiB); outputs too long
+    for the sample count would fill memory row by row. Both are named errors now, the
+    second after one run per input."""
+    from dpledger.audit.blackbox import MAX_SAMPLES
+
+    calls = []
+
+    def mechanism(x, rng):
+        calls.append(x)
+        return np.zeros(1000)
+
+    with pytest.raises(InvalidArgumentError, match="`samples` must be at most"):
+        estimate_epsilon(mechanism, 0, 1, samples=MAX_SAMPLES + 1)
+    assert calls == []
+    with pytest.raises(InvalidArgumentError, match="GiB"):
+        estimate_epsilon(mechanism, 0, 1, samples=10**7)
+    assert len(calls) == 1
+
+
+def test_combined_candidates_are_capped_for_long_discrete_outputs():
+    """helper-38 F4: combined (value and threshold) events grew with the square of the
+    output length (a 16-bin histogram ran for minutes). They are capped, most frequent
+    values first; the bound stays valid (events are chosen on selection samples only),
+    and a difference in one bin is still found."""
+    from dpledger.audit.blackbox import _MAX_COMBINED, _candidates
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 60, size=(1000, 16)).astype(float)
+    b = rng.integers(0, 60, size=(1000, 16)).astype(float)
+    events = _candidates(a, b)
+    singles = sum(" and " not in e.text for e in events)
+    assert len(events) - singles <= _MAX_COMBINED + 40
+    assert singles >= 16 * 60
+
+    def histogram(x, r):
+        counts = r.integers(0, 60, size=16).astype(float)
+        counts[3] += 20 * x
+        return counts
+
+    est = estimate_epsilon(histogram, 0, 1, samples=2000, rng=np.random.default_rng(1))
+    assert est.epsilon > 1.0 and "output[3]" in est.event

@@ -50,6 +50,11 @@ __all__ = ["EpsilonEstimate", "estimate_epsilon"]
 
 _MAX_DISCRETE = 64  # a coordinate with at most this many distinct values is "discrete"
 _QUANTILES = np.linspace(0.002, 0.998, 160)
+_MAX_COMBINED = 8192  # combined (value and threshold) candidate events at most
+MAX_SAMPLES = 10**8
+"""The most runs per input :func:`estimate_epsilon` accepts."""
+MAX_OUTPUT_BYTES = 1 << 32
+"""Memory the outputs of both inputs may take (4 GiB): samples × output length × 16 bytes."""
 
 
 @dataclass(frozen=True)
@@ -204,20 +209,32 @@ def _candidates(a: np.ndarray, b: np.ndarray) -> list[_Event]:
         for t in thresholds:
             events.append(_Event(f"output[{j}] ≤ {t:.6g}", _at_most(j, t)))
             events.append(_Event(f"output[{j}] > {t:.6g}", _above(j, t)))
-    # a discrete coordinate's value combined with a threshold on another coordinate
-    for j, values in discrete.items():
+    # a discrete coordinate's value combined with a threshold on another coordinate: the
+    # most frequent values first, at most _MAX_COMBINED events (their number grows with the
+    # square of the output's length: a 16-bin histogram took minutes; any rule that looks
+    # only at the selection samples keeps the bound valid)
+    frequent = sorted(
+        (-int(np.count_nonzero(pooled[:, j] == v)), j, float(v))
+        for j, values in discrete.items()
+        for v in values
+    )
+    combined = 0
+    for minus_count, j, v in frequent:
+        if combined >= _MAX_COMBINED or -minus_count < 10:
+            break
+        rows = pooled[:, j] == v
         for k in range(pooled.shape[1]):
-            if k == j:
+            if k == j or combined >= _MAX_COMBINED:
                 continue
-            for v in values:
-                sub = pooled[pooled[:, j] == v, k]
-                sub = sub[np.isfinite(sub)]
-                if len(sub) < 10:
-                    continue
-                for t in np.unique(np.quantile(sub, _QUANTILES[::8])):
-                    text = f"output[{j}] = {v:g} and output[{k}]"
-                    events.append(_Event(f"{text} ≤ {t:.6g}", _both(_equal(j, v), _at_most(k, t))))
-                    events.append(_Event(f"{text} > {t:.6g}", _both(_equal(j, v), _above(k, t))))
+            sub = pooled[rows, k]
+            sub = sub[np.isfinite(sub)]
+            if len(sub) < 10:
+                continue
+            for t in np.unique(np.quantile(sub, _QUANTILES[::8])):
+                text = f"output[{j}] = {v:g} and output[{k}]"
+                events.append(_Event(f"{text} ≤ {t:.6g}", _both(_equal(j, v), _at_most(k, t))))
+                events.append(_Event(f"{text} > {t:.6g}", _both(_equal(j, v), _above(k, t))))
+                combined += 2
     return events
 
 
@@ -253,15 +270,6 @@ def _row(out: Any, which: str) -> np.ndarray:
     return np.array(arr, dtype=float).ravel()
 
 
-def _features(rows: list[np.ndarray], which: str) -> np.ndarray:
-    widths = {len(r) for r in rows}
-    if len(widths) != 1:
-        raise InvalidArgumentError(
-            f"the mechanism's outputs on the {which} have different lengths {sorted(widths)}."
-        )
-    return np.vstack(rows)
-
-
 def _run(
     mechanism: Any,
     data: Any,
@@ -269,7 +277,7 @@ def _run(
     rng: np.random.Generator,
     progress: Callable[[int], None],
     which: str,
-) -> list[np.ndarray]:
+) -> np.ndarray:
     call: Callable[[Any, np.random.Generator], Any]
     if hasattr(mechanism, "release") and callable(mechanism.release):
         call = lambda x, r: mechanism.release(x, rng=r)  # noqa: E731
@@ -280,9 +288,25 @@ def _run(
             "`mechanism` must be a callable mechanism(data, rng) or a dpledger Mechanism. "
             f"Found {type(mechanism).__name__}."
         )
-    rows = []
-    for _ in range(samples):
-        rows.append(_row(call(data, rng), which))
+    first = _row(call(data, rng), which)
+    progress(1)
+    need = 16 * samples * max(1, len(first))
+    if need > MAX_OUTPUT_BYTES:
+        raise InvalidArgumentError(
+            f"`samples` = {samples:,} runs of outputs of length {len(first)} would take "
+            f"{need / 2**30:.1f} GiB for both inputs, beyond {MAX_OUTPUT_BYTES / 2**30:.0f} "
+            "GiB: draw fewer samples, or audit a shorter output (a statistic of it)."
+        )
+    rows = np.empty((samples, len(first)))
+    rows[0] = first
+    for i in range(1, samples):
+        row = _row(call(data, rng), which)
+        if len(row) != len(first):
+            raise InvalidArgumentError(
+                f"the mechanism's outputs on the {which} have different lengths "
+                f"{sorted({len(first), len(row)})}."
+            )
+        rows[i] = row
         progress(1)
     return rows
 
@@ -346,6 +370,11 @@ def estimate_epsilon(
         True
     """
     samples = check_int_at_least("samples", samples, 20)
+    if samples > MAX_SAMPLES:
+        raise InvalidArgumentError(
+            f"`samples` must be at most {MAX_SAMPLES:,} (the runs are held in memory). "
+            f"Found {samples!r}."
+        )
     confidence = check_probability("confidence", confidence, low_open=True)
     delta = check_probability("delta", delta)
     selection_fraction = check_probability("selection_fraction", selection_fraction, low_open=True)
@@ -358,8 +387,8 @@ def estimate_epsilon(
     bar = _Progress(2 * samples, bool(progress))
     # which runs choose the event and which certify it is fixed before any output exists
     order_a, order_b = rng.permutation(samples), rng.permutation(samples)
-    a = _features(_run(mechanism, dataset, samples, rng, bar, "dataset"), "dataset")
-    b = _features(_run(mechanism, neighbour, samples, rng, bar, "neighbour"), "neighbour")
+    a = _run(mechanism, dataset, samples, rng, bar, "dataset")
+    b = _run(mechanism, neighbour, samples, rng, bar, "neighbour")
     if a.shape[1] != b.shape[1]:
         raise InvalidArgumentError(
             f"the outputs on the two inputs have different lengths ({a.shape[1]} and {b.shape[1]})."
