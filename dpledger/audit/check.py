@@ -50,7 +50,7 @@ from dpledger.accountant.advanced import advanced_composition
 from dpledger.accountant.pld import PLDSummary, epsilon_lower_bound
 from dpledger.audit.pipeline import Claim, Pipeline, Release, load_pipeline, parse_pipeline
 from dpledger.errors import InvalidArgumentError, NotApplicableError
-from dpledger.mechanisms.matrix import wishart_delta
+from dpledger.mechanisms.matrix import _wishart_delta
 
 __all__ = ["VERDICTS", "AuditReport", "check_claim"]
 
@@ -312,7 +312,7 @@ def _base_event(release: Release, adjacency: str, findings: list[str]) -> ev.Eve
         return ev.Gaussian(sigma=1.0, sensitivity=p["mu"])
     if mech == "wishart":
         eps_w = p["epsilon"]
-        delta_w = wishart_delta(eps_w)
+        delta_w = _wishart_delta(eps_w)
         findings.append(
             f"{name}: Wishart noise is not ε-DP for any ε — the noisy matrix's support "
             "depends on the data, and an output outside the neighbour's support (probability "

@@ -96,7 +96,7 @@ class SymmetricGaussian(Mechanism):
         return out
 
 
-def wishart_delta(epsilon: float) -> float:
+def _wishart_delta(epsilon: float) -> float:
     """1 − e^{−ε}, rounded up: the δ of the Wishart mechanism at its ε (module docstring)."""
     return min(1.0, math.nextafter(-math.expm1(-epsilon), math.inf))
 
@@ -141,7 +141,7 @@ class Wishart(Mechanism):
 
         The loss on the common support is a constant (module docstring).
         """
-        return ev.ApproxDP(0.0, wishart_delta(self.epsilon))
+        return ev.ApproxDP(0.0, _wishart_delta(self.epsilon))
 
     def validate(self, value: Any) -> None:
         """``value`` must be a finite symmetric d×d matrix."""
