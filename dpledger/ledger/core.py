@@ -845,8 +845,10 @@ class Ledger:
             return self._calibrate_plan(factory, event_of, count, share, method, initial)
 
         def solve_in(filt: Filter, total: Total) -> float:
+            # exact: a float share times a Fraction is a float, rounded (up, at times), and
+            # then the spend's exact check refused what this one accepted (helper-37)
             room = [
-                share * (Fraction(limit) - used)
+                Fraction(share) * (Fraction(limit) - Fraction(used))
                 for used, limit in zip(total, filt.limit(), strict=True)
             ]
 
@@ -859,7 +861,7 @@ class Ledger:
                         continue
                     if cost >= INFINITE or cap <= 0:
                         return False, math.inf
-                    need = count * cost
+                    need = count * Fraction(cost)
                     ok = ok and need <= cap
                     worst = max(worst, float((need - cap) / cap))
                 return ok, worst
