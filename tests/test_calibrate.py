@@ -404,3 +404,14 @@ def test_discrete_gaussian_at_an_absurd_epsilon_is_a_number_not_a_crash():
     # σ² underflows: the PLD pair is not enumerated, the Rényi route answers
     sigma = calibrate.discrete_gaussian_sigma(1e300, 1e-6)
     assert 0 < sigma < 1e-100
+
+
+@pytest.mark.parametrize("tiny", [5e-324, 1e-320, 1e-310])
+def test_gaussian_sigmas_with_a_subnormal_sensitivity_meets_the_target(tiny):
+    """helper-37 F3: σ = Δ/μ for a subnormal Δ lost its precision and the re-accounting
+    loop, stepping by 2⁻⁴⁰, never ended (5e-324: no return after 20 s). The step now
+    doubles: the answer comes at once and meets the target when re-accounted."""
+    sigmas = calibrate.gaussian_sigmas(1.0, 1e-5, [tiny, 1.0])
+    joint = ev.Composed(tuple(ev.Gaussian(s, d) for s, d in zip(sigmas, [tiny, 1.0], strict=True)))
+    assert acc.delta(joint, 1.0) <= 1e-5
+    assert sigmas[1] == pytest.approx(calibrate.gaussian_sigmas(1.0, 1e-5, [1.0, 1.0])[1], rel=0.1)

@@ -371,3 +371,22 @@ def test_grid_noise_is_never_rounded_to_a_float_before_it_is_added():
         _release_on_grid(x, gamma, np.array(draws, dtype=float))
     big = _add_exact(np.array([2**62, 1], dtype=np.int64), _integers([2**62, 2]))
     assert [int(v) for v in big] == [2**63, 3]  # no int64 wrap-around
+
+
+@pytest.mark.parametrize(
+    "scores", [[1.0, [2.0]], [1.0, 1 + 0j], np.array([1 + 2j]), ["a", "b"], [1, 10**400]]
+)
+def test_selection_scores_that_are_not_real_are_named_errors(scores):
+    """helper-37 F4: ragged or complex scores raised a raw ValueError/TypeError (also from
+    Ledger.release, before the charge). Now an InvalidArgumentError naming `value`, and
+    the ledger records nothing."""
+    import dpledger as dpl
+
+    for mechanism in (mech.Exponential(1.0), mech.PermuteAndFlip(1.0)):
+        with pytest.raises(dpl.InvalidArgumentError, match="`value`"):
+            mechanism.release(scores, np.random.default_rng(0))
+        ledger = dpl.Ledger(1.0)
+        with pytest.raises(dpl.InvalidArgumentError, match="`value`"):
+            ledger.release(mechanism, scores)
+        assert ledger.spent == (0.0, 0.0)
+    assert mech.Exponential(1.0).release([1, 2**70], np.random.default_rng(0)) == 1

@@ -9,6 +9,7 @@ Algorithm 1), so no floating-point rounding shapes the output distribution.
 
 from __future__ import annotations
 
+import numbers
 from fractions import Fraction
 from typing import Any
 
@@ -26,7 +27,17 @@ __all__ = ["Exponential", "PermuteAndFlip", "RandomizedResponse", "ReportNoisyMa
 
 
 def _scores(scores: Any) -> list[Fraction]:
-    array = np.asarray(scores, dtype=float).reshape(-1)
+    try:
+        raw = np.asarray(scores)
+        if raw.dtype.kind == "O" and all(isinstance(x, numbers.Real) for x in raw.ravel()):
+            raw = np.array([float(x) for x in raw.ravel()])  # e.g. integers beyond int64
+    except (TypeError, ValueError, OverflowError):  # ragged, or beyond the float range
+        raw = None
+    if raw is None or raw.dtype.kind not in "biuf":
+        raise InvalidArgumentError(
+            f"`value` must be a flat sequence of real scores. Found {scores!r}."
+        )
+    array = raw.astype(float).reshape(-1)
     if array.size == 0:
         raise InvalidArgumentError("`scores` must contain at least one score. Found [].")
     if not np.all(np.isfinite(array)):
