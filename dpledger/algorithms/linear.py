@@ -186,7 +186,10 @@ def _enforce_unit_norm(Xs: np.ndarray) -> None:
     row's computed norm was brought to ≤ 1, and its exact norm could still exceed 1 by
     2e-16, beyond the sensitivities without slack under ``safe_noise=False``).
     """
-    _shrink_rows(Xs, 1.0, "l2")
+    if Xs.dtype == np.float64 and Xs.flags.c_contiguous and Xs.flags.writeable:
+        _shrink_rows(Xs, 1.0, "l2")
+    else:  # (another layout: the norms are summed in C order, whatever the input's)
+        Xs[...] = _clip_rows(Xs, 1.0, "l2")
 
 
 def _scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
@@ -207,7 +210,7 @@ def _scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
     inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=positive)
     # unit: onto the sphere; else clipped to x_bound, scaled
     factor = inverse if unit else np.where(positive, np.minimum(1.0 / x_bound, inverse), 0.0)
-    Xs = np.asarray(X * factor[:, None], dtype=float)
+    Xs = np.multiply(X, factor[:, None], order="C", dtype=float)  # C order, any input
     _enforce_unit_norm(Xs)
     return Xs
 
