@@ -443,3 +443,24 @@ def test_subsampled_gaussian_log_a_blocks_match_the_full_sum(monkeypatch):
         monkeypatch.undo()
         assert blocked >= full * (1 - 1e-15)
         assert blocked == pytest.approx(full, rel=1e-9)
+
+
+def test_subsampled_gaussian_log_a_work_counts_splits_too(monkeypatch):
+    """helper-39: only exact sums counted against the budget, so at α = 2⁵² the blocks were
+    split again and again (2.9 million bounds, 67 s, 787 MB). Splits count now: at most
+    64 bounds per unit of work; and a noise multiplier whose square underflows gives ∞,
+    not a ZeroDivisionError."""
+    from dpledger.accountant import rdp
+
+    calls = []
+    original = rdp._log_block_bound
+
+    def counting(*args):
+        calls.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(rdp, "_log_block_bound", counting)
+    value = rdp._log_a_integer(2**52, 0.5, 2.0**26)
+    assert math.isfinite(value) and value > 0
+    assert len(calls) <= 64 * (rdp._EXACT_BLOCKS + 1)
+    assert rdp.rdp_poisson_gaussian(2.0, 0.5, 1e-170) == math.inf

@@ -179,24 +179,35 @@ def _log_expm1(x: np.ndarray) -> np.ndarray:
 
 _INTEGER_CHUNK = 1 << 16
 """Terms of the integer-order sum evaluated at once (memory stays at a few MB)."""
-_EXACT_BLOCKS = 256
-"""Blocks of :data:`_INTEGER_CHUNK` terms summed exactly at most; the rest are bounded."""
+_EXACT_BLOCKS = 512
+"""Blocks summed exactly (:data:`_INTEGER_CHUNK` terms) or split (64 bounds) at most."""
 MAX_INTEGER_ORDER = 1 << 52
 """Largest integer order :func:`_log_a_integer` takes (its indices exact as floats).
 
 Beyond it the unsampled bound α/(2z²) is used (:func:`_rdp_poisson_gaussian_cached`)."""
 
 
-def _log_pmf_terms(alpha: int, i: np.ndarray, q: float, z: float) -> np.ndarray:
-    """Log of C(α,i)qⁱ(1−q)^{α−i}·(e^{(i²−i)/2z²} − 1), the i-th term of A_α − 1."""
+def _exponents(i: np.ndarray, z: float) -> np.ndarray:
+    """(i² − i)/(2z²), ∞ where 2z² underflows to 0 (and i² > i)."""
+    twice = 2 * z * z
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray((i * i - i) / twice if twice > 0 else np.where(i * i > i, np.inf, 0.0))
+
+
+def _log_weights(alpha: int, i: np.ndarray, q: float) -> np.ndarray:
+    """Log of the binomial weights C(α,i)qⁱ(1−q)^{α−i}."""
     return np.asarray(
         special.gammaln(alpha + 1)
         - special.gammaln(i + 1)
         - special.gammaln(alpha - i + 1)
         + i * math.log(q)
         + (alpha - i) * math.log1p(-q)
-        + _log_expm1((i * i - i) / (2 * z * z))
     )
+
+
+def _log_pmf_terms(alpha: int, i: np.ndarray, q: float, z: float) -> np.ndarray:
+    """Log of C(α,i)qⁱ(1−q)^{α−i}·(e^{(i²−i)/2z²} − 1), the i-th term of A_α − 1."""
+    return np.asarray(_log_weights(alpha, i, q) + _log_expm1(_exponents(i, z)))
 
 
 def _log_block_bound(alpha: int, lo: int, hi: int, q: float, z: float) -> float:
@@ -204,15 +215,15 @@ def _log_block_bound(alpha: int, lo: int, hi: int, q: float, z: float) -> float:
 
     The binomial weight is unimodal with its mode at ⌊(α + 1)q⌋, and e^{(i²−i)/2z²} − 1
     grows with i ≥ 1: every term is at most the weight at the mode clamped to [lo, hi]
-    times the factor at hi, so the block is at most (hi − lo + 1) times that.
+    times the factor at hi, so the block is at most (hi − lo + 1) times that. The mode is
+    computed in floating point, so the largest weight of the clamped mode and its two
+    neighbours is taken (a rounded mode is at most one off).
     """
-    mode = min(max(math.floor((alpha + 1) * q), lo), hi)
-    weight = (
-        _log_pmf_terms(alpha, np.array([float(mode)]), q, z)[0]
-        - _log_expm1(np.array([(mode * mode - mode) / (2 * z * z)]))[0]
-    )
-    factor = _log_expm1(np.array([(hi * hi - hi) / (2 * z * z)]))[0]
-    return float(weight + factor) + math.log(hi - lo + 1) + 1e-6
+    mode = math.floor((alpha + 1) * q)
+    near = np.array([float(min(max(m, lo), hi)) for m in (mode - 1, mode, mode + 1)])
+    weight = float(np.max(_log_weights(alpha, near, q)))
+    factor = float(_log_expm1(_exponents(np.array([float(hi)]), z))[0])
+    return weight + factor + math.log(hi - lo + 1) + 1e-6
 
 
 def _log_a_integer(alpha: int, q: float, z: float) -> float:
@@ -252,27 +263,27 @@ def _log_a_integer(alpha: int, q: float, z: float) -> float:
         pending.append((0.0, 2, alpha))
     else:
         split(2, alpha)
-    summed = 0
-    while pending and summed < _EXACT_BLOCKS:
+    work = 0  # blocks summed exactly and blocks split (64 bounds each) alike
+    while pending and work < _EXACT_BLOCKS:
         if exact:
             rest = -pending[0][0] + math.log(len(pending))
             if rest < float(special.logsumexp(exact)) - 60:
                 break
         _, lo, hi = heapq.heappop(pending)
+        work += 1
         if hi - lo + 1 > _INTEGER_CHUNK:
             split(lo, hi)
             continue
         log_terms = _log_pmf_terms(alpha, np.arange(lo, hi + 1, dtype=float), q, z)
         exact.append(float(special.logsumexp(log_terms)))
         magnitude = max(magnitude, float(np.max(np.abs(log_terms))))
-        summed += 1
     log_excess = float(special.logsumexp(exact + [-b for b, _, _ in pending]))
     # each log term carries a few ulps of its parts — the log-gammas (about α·log α) and
     # the exponents, before they cancel — and logsumexp adds a few more per level
     parts = (
         3 * float(special.gammaln(alpha + 1))
         + alpha * (abs(math.log(q)) - math.log1p(-q))
-        + alpha * alpha / (2 * z * z)
+        + float(_exponents(np.array([float(alpha)]), z)[0])
     )
     log_excess += 4 * 2.0**-52 * parts + 16 * 2.0**-52 * (magnitude + 2 * math.log(alpha + 1) + 2.0)
     if log_excess > 30:
@@ -341,9 +352,10 @@ def _log_a_fractional(alpha: float, q: float, z: float) -> float | None:
 
 @functools.lru_cache(maxsize=65536)
 def _rdp_poisson_gaussian_cached(alpha: float, q: float, z: float) -> float:
+    unsampled = alpha / (2 * z * z) if z * z > 0 else math.inf
     if q == 1.0 or alpha > MAX_INTEGER_ORDER:
         # (beyond MAX_INTEGER_ORDER: the unsampled bound, see the paragraph below)
-        return alpha / (2 * z * z)
+        return unsampled
     log_a: float | None = None
     if float(alpha).is_integer():
         log_a = _log_a_integer(int(alpha), q, z)
@@ -359,7 +371,7 @@ def _rdp_poisson_gaussian_cached(alpha: float, q: float, z: float) -> float:
         log_a = (1 - t) * log_lo + t * _log_a_integer(lo + 1, q, z)
     # Subsampling never hurts: exp((α−1)D_α) is jointly convex, so
     # A_α(q) ≤ (1 − q) + q·A_α(1) ≤ A_α(1) = exp((α−1)α/(2z²)).
-    return max(0.0, min(log_a / (alpha - 1), alpha / (2 * z * z)))
+    return max(0.0, min(log_a / (alpha - 1), unsampled))
 
 
 _SERIES_START_LIMIT = 20_000
