@@ -210,7 +210,7 @@ def _scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
     inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=positive)
     # unit: onto the sphere; else clipped to x_bound, scaled
     factor = inverse if unit else np.where(positive, np.minimum(1.0 / x_bound, inverse), 0.0)
-    Xs = np.multiply(X, factor[:, None], order="C", dtype=float)  # C order, any input
+    Xs: np.ndarray = np.multiply(X, factor[:, None], order="C", dtype=float)  # C order
     _enforce_unit_norm(Xs)
     return Xs
 
