@@ -239,7 +239,7 @@ def _log_a_integer(alpha: int, q: float, z: float) -> float:
     into blocks, each with a cheap upper bound (:func:`_log_block_bound`); the block with
     the largest bound is summed exactly (if small enough) or split again, until the
     bounds left are below e^-60 of the exact part or :data:`_EXACT_BLOCKS` blocks were
-    summed; the bounds left are added. Work and memory stay bounded whatever α (an audit
+    summed or split; the bounds left are added. Work and memory stay bounded whatever α (an audit
     claim at α = 10⁹ allocated 23 GB, and an order of 2·10⁷ took a minute per
     evaluation); the result is an upper bound either way.
     """

@@ -186,10 +186,7 @@ def _enforce_unit_norm(Xs: np.ndarray) -> None:
     row's computed norm was brought to ≤ 1, and its exact norm could still exceed 1 by
     2e-16, beyond the sensitivities without slack under ``safe_noise=False``).
     """
-    if Xs.dtype == np.float64 and Xs.flags.c_contiguous and Xs.flags.writeable:
-        _shrink_rows(Xs, 1.0, "l2")
-    else:  # (another layout: the norms are summed in C order, whatever the input's)
-        Xs[...] = _clip_rows(Xs, 1.0, "l2")
+    _shrink_rows(Xs, 1.0, "l2")
 
 
 def _scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
