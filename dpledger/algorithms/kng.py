@@ -40,20 +40,23 @@ exponential, check loss    |Δℓ|                 max(τ, 1 − τ)(C + b₂r) 
 
 **Sampling.** KNG for the squared loss with K = ℓ₂ and the exponential mechanism for the
 squared loss are sampled *exactly* (up to floating point): the untruncated densities are
-an affine image of exp(−(ε/Δ)‖z‖₂) and a Gaussian, and rejection of draws outside Θ
-yields exactly the density truncated to Θ. The rejection loop is capped
-(``max_proposals``): if no draw lands in Θ the fit raises :class:`SamplingError` *after*
-the charge — the budget is spent and nothing is released. The probability of that is
-data-dependent (it is the untruncated mass outside Θ, raised to the cap): the refusal
-itself is an observable event outside the ε guarantee, and so is the running time of the
-loop. Declare Θ large enough to contain the estimate with margin.
+an affine image of exp(−(ε/Δ)‖z‖₂) and a (tilted) Gaussian, and rejection of draws
+outside Θ yields exactly the density truncated to Θ. The number of proposals is not a
+fixed cap — with one, the failure probability (1 − p_D)^N is a release whose ratio
+between neighbours is unbounded — but Geometric with the public mean ``max_proposals``.
+Then the failure (:class:`SamplingError`, after the charge) is part of the release: the
+output θ-or-failure is ε-bounded-range whatever the data, with the density sampled at
+the ε_d of :func:`sampler_epsilon` (= ε at the default ``ridge="auto"``). The work is
+Geometric with a public mean; its realised length still depends on the data (a timing
+channel, not an output).
 
 Quantile regression has no exact sampler for d > 1: it is sampled by random-walk
 Metropolis (:func:`metropolis`), whose output is only approximately distributed as the
 mechanism's density. **The ε guarantee holds for exact sampling only**; the ledger label
-says so. ``mcmc_diagnostics_`` (acceptance, effective sample size, split R̂) are
+says so. With ``diagnostics=True``, ``mcmc_diagnostics_`` (acceptance, effective sample size, split R̂) are
 computed from every chain's draws, so they are functions of the data *not* covered by the
-guarantee: they are for the data holder, never for release.
+guarantee: they are for the data holder, never for release, and exist only with
+``diagnostics=True``.
 """
 
 from __future__ import annotations
@@ -92,6 +95,7 @@ __all__ = [
     "MCMCDraw",
     "MCMCWarning",
     "SamplingError",
+    "auto_ridge",
     "effective_sample_size",
     "exponential_linear_sample",
     "kng_linear_sample",
@@ -99,6 +103,7 @@ __all__ = [
     "quantile_gradient_sensitivity",
     "quantile_loss_range",
     "row_bound",
+    "sampler_epsilon",
     "split_rhat",
     "squared_gradient_sensitivity",
     "squared_loss_range",
@@ -199,35 +204,135 @@ def quantile_loss_range(tau: float, b: float, y_bound: float, theta_bound: float
     return max(tau, 1.0 - tau) * (y_bound + b * theta_bound)
 
 
-# -- exact samplers -----------------------------------------------------------------------
+# -- exact samplers with a public proposal budget -----------------------------------------
+#
+# A rejection sampler whose cap is fixed fails with probability (1 − p_D)^N: the failure
+# is a release whose probability ratio between neighbours is unbounded (issue 31's
+# reproducer: 3.3e-4 against 4.9e-2 at ε = 2). Here every proposal is preceded by a public
+# coin that stops the sampler with probability s = 1/(1 + max_proposals), so the number of
+# proposals is Geometric with the public mean ``max_proposals``, and the failure becomes
+# part of the release. Theorem (proved in :func:`sampler_epsilon`): if an accepted
+# proposal has sub-density ρ_D(θ) = K_D·e_D(θ) on Θ, with log(e_D/e_D′) confined to an
+# interval of width w and |log(K_D/K_D′)| ≤ g, the whole output — θ or the failure — is
+# max(w, w/2 + g)-bounded-range for *every* s, whatever the data.
+
+
+def _stop_probability(max_proposals: int) -> float:
+    """s = 1/(1 + max_proposals): the public per-proposal stopping probability."""
+    return 1.0 / (1.0 + float(max_proposals))
 
 
 def _first_inside(
-    propose: Callable[[int], np.ndarray], radius: float, max_proposals: int, what: str
+    propose: Callable[[int], np.ndarray],
+    radius: float,
+    max_proposals: int,
+    what: str,
+    rng: np.random.Generator,
+    accept: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
-    """The first of iid proposals with ‖θ‖₂ ≤ radius: exactly the proposal law on Θ.
+    """The first accepted proposal within a Geometric proposal budget of public mean.
 
-    Batches grow geometrically up to the cap; the first accepted draw in proposal order
-    is returned (taking the first success of an iid sequence is exact rejection sampling).
+    Draws K with P(K ≥ k) = (1 − s)^k, s = 1/(1 + ``max_proposals``) (so E[K] =
+    ``max_proposals``), then up to K iid proposals; a proposal is accepted if it lies in
+    Θ = {‖θ‖₂ ≤ radius} and, if ``accept`` is given, with the probability it returns. The
+    first accepted one is returned — exact rejection sampling of the accepted sub-density —
+    and if none of the K is accepted the sampler raises :class:`SamplingError`. Drawing K
+    first is the same law as a stopping coin before every proposal: P(fail) =
+    s/(s + a(1 − s)), a the acceptance mass, and the output density is
+    (1 − s)ρ(θ)/(s + a(1 − s)). Work: Geometric with the public mean, batches growing
+    geometrically (memory ≤ 32 MB per batch).
     """
+    budget = int(rng.geometric(_stop_probability(max_proposals))) - 1
     used, batch = 0, 16
-    while used < max_proposals:
-        size = min(batch, max_proposals - used)
+    while used < budget:
+        size = min(batch, budget - used)
         thetas = propose(size)
         d = thetas.shape[1] if thetas.ndim == 2 else 1
-        inside = np.flatnonzero(np.linalg.norm(thetas, axis=1) <= radius)
-        if inside.size:
-            return np.asarray(thetas[inside[0]], dtype=float)
+        inside = np.linalg.norm(thetas, axis=1) <= radius
+        if accept is not None:
+            coins = rng.random(size)
+            kept = np.zeros(size, dtype=bool)
+            if inside.any():
+                kept[inside] = coins[inside] < accept(thetas[inside])
+            inside = kept
+        hits = np.flatnonzero(inside)
+        if hits.size:
+            return np.asarray(thetas[hits[0]], dtype=float)
         used += size
-        # ≤ 2²² floats (32 MB) per proposal array whatever d: memory stays bounded
         batch = min(batch * 4, max(16, (1 << 22) // d))
     raise SamplingError(
-        f"{what}: none of {max_proposals} proposals fell in Θ = {{‖θ‖₂ ≤ {radius:g}}}. The "
-        "budget was already charged and no estimate is released. The probability of this "
-        "failure depends on the data (the mass of the untruncated density outside Θ), so "
-        "the failure itself is not covered by the privacy guarantee: declare a larger "
+        f"{what}: none of the {budget} proposals drawn (a Geometric number with the public "
+        f"mean max_proposals = {max_proposals}) was accepted in Θ = {{‖θ‖₂ ≤ {radius:g}}}. "
+        "This failure is part of the release and its probability is covered by the ε "
+        "charged (the budget is spent, no estimate is released): declare a larger "
         "`theta_bound` (containing the estimate with margin) or raise `max_proposals`."
     )
+
+
+def _log_det_ratio_bound(b: float, ridge: float) -> float:
+    """An upper bound on log J, J = 1 + b²/ridge (rounded up)."""
+    return math.log1p(b * b / ridge) * (1.0 + 2.0**-50) + 2.0**-1070
+
+
+def sampler_epsilon(kind: str, epsilon: float, b: float, ridge: float, adjacency: str) -> float:
+    """The ε of the sampled density such that the whole release, failure included, is ε-BR.
+
+    **Theorem.** Let a sampler stop before each proposal with the public probability s and
+    otherwise accept a proposal θ with sub-density ρ_D(θ) = K_D·e_D(θ) on Θ, and let
+    a_D = ∫ρ_D. It outputs θ with density (1 − s)ρ_D(θ)/(s + a_D(1 − s)) and the failure ⊥
+    with probability s/(s + a_D(1 − s)). For neighbours D, D′ the log-ratio of the output
+    laws is L(θ) = h(θ) + G + F and L(⊥) = F, with h = log(e_D/e_D′), G = log(K_D/K_D′) and
+    F = log((s + a_D′(1 − s))/(s + a_D(1 − s))) common to every output. So the range of L
+    has width max(h_hi + G, 0) − min(h_lo + G, 0) for h ∈ [h_lo, h_hi], whatever s and
+    a_D: the release is bounded-range with that parameter (Durfee & Rogers 2019), hence
+    DP and zCDP as :class:`~dpledger.events.BoundedRange` says.
+
+    J = 1 + b²/ridge bounds det A_D/det A_D′ both ways, A_D = Σzzᵀ + ridge·I: adding a row
+    z multiplies det A by 1 + zᵀA⁻¹z ∈ [1, 1 + b²/ridge] (matrix determinant lemma,
+    A ⪰ ridge·I); replacing z by z′ multiplies it by a ratio of two such factors.
+
+    - **KNG** (:func:`kng_linear_sample`): e_D = exp(−(ε_d/Δ)‖A_Dθ − b_D‖₂), so
+      h ∈ [−ε_d/2, ε_d/2] (the gradient 2(Aθ − b) moves by ≤ Δ in norm on Θ), and
+      K_D = c·det A_D (c the data-free normaliser of exp(−(ε_d/Δ)‖z‖₂)): |G| ≤ log J.
+      Width ≤ max(ε_d, ε_d/2 + log J): ε_d = ε if log J ≤ ε/2, else 2(ε − log J).
+    - **Exponential mechanism** (:func:`exponential_linear_sample`): e_D = exp(−ε_dℓ_D/(2Δ)),
+      K_D = c·(det A_D)^{1/2}·exp(ε_d m_D/(2Δ)), m_D = min_Θ ℓ_D. Add/remove (D′ = D + a
+      row): ℓ_D′ − ℓ_D ∈ [0, Δ] on Θ, so h ∈ [0, ε_d/2] and G ∈ [−ε_d/2 − ½log J, 0]:
+      width ≤ ε_d/2 + ½log J, and ε_d = min(ε, 2ε − log J). Replace-one: h ∈ [−ε_d/2, ε_d/2]
+      and |G| ≤ ε_d/2 + ½log J: width ≤ ε_d + ½log J, and ε_d = ε − ½log J.
+
+    Returns ε_d (rounded down); raises :class:`InvalidArgumentError` naming ``ridge`` if no
+    ε_d > 0 exists (a public condition, decided before the charge).
+    """
+    log_j = _log_det_ratio_bound(b, ridge)
+    if kind == "kng":
+        density = epsilon if log_j <= epsilon / 2.0 else 2.0 * (epsilon - log_j)
+    elif adjacency == ev.ADD_REMOVE:
+        density = epsilon if log_j <= epsilon else 2.0 * epsilon - log_j
+    else:
+        density = epsilon - log_j / 2.0
+    if density != epsilon:
+        density *= 1.0 - 2.0**-50
+    if not density > 0:
+        raise InvalidArgumentError(
+            f"`ridge` = {ridge!r} is too small for epsilon = {epsilon!r}: the rejection "
+            f"sampler's failure event costs log(1 + b²/ridge) = {log_j:.6g} (b = {b:.6g} the "
+            f"row bound), which leaves no ε for the density. Use ridge='auto' (at least "
+            f"{auto_ridge(kind, epsilon, b):.6g})."
+        )
+    return density
+
+
+def auto_ridge(kind: str, epsilon: float, b: float) -> float:
+    """The default ridge: the smallest for which the sampler's failure event costs nothing.
+
+    KNG: b²/(e^{ε/2} − 1), so log J ≤ ε/2 and ε_d = ε (:func:`sampler_epsilon`). The
+    exponential mechanism (noise O(1/√n), so a larger ridge's O(1/n) bias is negligible):
+    b²/(e^{ε/10} − 1), so ε_d = ε under add/remove and 0.95ε under replace-one. Never below
+    b²·2⁻⁶⁰ (then log J ≤ 41.6, below ε/2 or ε/10 wherever the floor applies).
+    """
+    share = epsilon / 2.0 if kind == "kng" else epsilon / 10.0
+    return max(b * b / math.expm1(share) * (1.0 + 2.0**-40), b * b * 2.0**-60)
 
 
 def _spectral(gram: np.ndarray, ridge: float) -> tuple[np.ndarray, np.ndarray]:
@@ -268,12 +373,14 @@ def kng_linear_sample(
     max_proposals: int = 10**6,
     ridge: float = 0.0,
 ) -> np.ndarray:
-    """One exact draw of ℓ₂-KNG for ℓₙ(θ) = θᵀAθ − 2bᵀθ + const, truncated to ‖θ‖ ≤ r.
+    """One draw of ℓ₂-KNG for ℓₙ(θ) = θᵀAθ − 2bᵀθ + const on ‖θ‖ ≤ r, or SamplingError.
 
     A = ``gram`` + ``ridge``·I (:func:`_spectral`). ∇ℓₙ = 2(Aθ − b), so
     f(θ) ∝ exp(−(ε/Δ)‖Aθ − b‖₂): z = Aθ − b has density ∝ exp(−(ε/Δ)‖z‖₂) (the Jacobian
     of θ ↦ z is the constant det A), i.e. ‖z‖ ~ Gamma(d, Δ/ε) with a uniform direction;
-    θ = A⁻¹(b + z), kept if in Θ.
+    θ = A⁻¹(b + z), accepted if in Θ, within a Geometric proposal budget of public mean
+    ``max_proposals`` (:func:`_first_inside`). ``epsilon`` is the density's ε_d; the
+    release's ε, failure included, is given by :func:`sampler_epsilon`.
     """
     d = moment.size
     _check_factor_input(gram, moment, ridge)
@@ -286,7 +393,37 @@ def kng_linear_sample(
         z = direction * radius[:, None]
         return np.asarray(((moment[None, :] + z) @ vectors / mu) @ vectors.T)
 
-    return _first_inside(propose, theta_bound, max_proposals, "KNG (squared loss)")
+    return _first_inside(propose, theta_bound, max_proposals, "KNG (squared loss)", rng)
+
+
+def _trust_region_centre(c: np.ndarray, mu: np.ndarray, radius: float) -> tuple[np.ndarray, float]:
+    """(t, λ): the minimiser of θᵀAθ − 2bᵀθ on ‖θ‖ ≤ r, in A's eigenbasis (c = Vᵀb).
+
+    t = c/(μ + λ) with λ = 0 if ‖c/μ‖ ≤ r, else the λ > 0 with ‖t‖ = r (the secular
+    equation Σcᵢ²/(μᵢ + λ)² = r² is decreasing in λ and holds below λ = ‖c‖/r; μ ≥ ridge > 0,
+    so there is no "hard case"). Bisection to adjacent floats, then the λ with ‖t‖ ≤ r.
+    """
+
+    def outside(lam: float) -> bool:  # ‖c/(μ + λ)‖ > r, scaled: Xᵀy may reach 2⁹⁹³
+        t = c / (mu + lam)
+        k = float(np.max(np.abs(t))) if t.size else 0.0
+        return k > 0 and k * math.sqrt(float(np.sum((t / k) ** 2))) > radius
+
+    if not outside(0.0):
+        return c / mu, 0.0
+    k = float(np.max(np.abs(c)))
+    lo, hi = 0.0, k * math.sqrt(float(np.sum((c / k) ** 2))) / radius
+    while outside(hi):  # rounding: make the bracket valid
+        hi *= 2.0
+    for _ in range(2100):
+        mid = lo + (hi - lo) / 2.0
+        if not lo < mid < hi:
+            break
+        if outside(mid):
+            lo = mid
+        else:
+            hi = mid
+    return c / (mu + hi), hi
 
 
 def exponential_linear_sample(
@@ -300,24 +437,48 @@ def exponential_linear_sample(
     max_proposals: int = 10**6,
     ridge: float = 0.0,
 ) -> np.ndarray:
-    """One exact draw of exp(−ε(θᵀAθ − 2bᵀθ)/(2Δ_ℓ)) truncated to ‖θ‖ ≤ r.
+    """One draw of exp(−ε(θᵀAθ − 2bᵀθ)/(2Δ_ℓ)) on ‖θ‖ ≤ r, or SamplingError.
 
-    A = ``gram`` + ``ridge``·I = V·diag(μ)·Vᵀ (:func:`_spectral`). Completing the square:
-    the Gaussian N(A⁻¹b, (Δ_ℓ/ε)A⁻¹), drawn as A⁻¹b + √(Δ_ℓ/ε)·V·diag(μ^{-1/2})ξ with ξ
-    standard normal; kept if in Θ.
+    Proposals are centred on Θ's constrained minimiser θ₀ = (A + λI)⁻¹b
+    (:func:`_trust_region_centre`), not on the unconstrained one, so the acceptance mass
+    has the public normaliser K_D of :func:`sampler_epsilon`. With κ = 2λ ≥ 0, u = θ − θ₀
+    and w = ∇ℓ(θ₀) + κθ₀ (0 in exact arithmetic, kept to absorb rounding):
+    ℓ(θ) = q(θ) + κ(r² − θ₀ᵀθ), q(θ) = ℓ(θ₀) − κ(r² − ‖θ₀‖²) + wᵀu + uᵀAu. On Θ,
+    θ₀ᵀθ ≤ ‖θ₀‖r ≤ r², so the second term is ≥ 0: propose from the Gaussian ∝ exp(−εq/(2Δ))
+    = N(θ₀ − A⁻¹w/2, (Δ/ε)A⁻¹) and accept in Θ with probability exp(−εκ(r² − θ₀ᵀθ)/(2Δ)),
+    which is exact rejection sampling of the density on Θ; the accepted sub-density is
+    c·(det A)^{1/2}·exp(ε·min_Θℓ/(2Δ))·exp(−εℓ(θ)/(2Δ)). Geometric proposal budget of public
+    mean ``max_proposals`` (:func:`_first_inside`). ``epsilon`` is the density's ε_d.
     """
     d = moment.size
     _check_factor_input(gram, moment, ridge)
     vectors, mu = _spectral(gram, ridge)
-    mean = vectors @ ((vectors.T @ moment) / mu)
+    c = vectors.T @ moment
+    t, lam = _trust_region_centre(c, mu, theta_bound)
+    half_w = (mu + lam) * t - c  # w/2 in the eigenbasis: rounding only
+    centre = vectors @ t
+    mean = vectors @ (t - half_w / mu)
     scale = math.sqrt(sensitivity / epsilon)
     root = vectors / np.sqrt(mu)  # V·diag(μ^{-1/2})
+    tilt = epsilon * lam / sensitivity  # ε·κ/(2Δ)
+    r2 = theta_bound * theta_bound
 
     def propose(size: int) -> np.ndarray:
         xi = rng.standard_normal((size, d))
         return np.asarray(mean[None, :] + scale * (xi @ root.T))
 
-    return _first_inside(propose, theta_bound, max_proposals, "exponential mechanism")
+    def accept(thetas: np.ndarray) -> np.ndarray:
+        gap = np.maximum(r2 - thetas @ centre, 0.0)
+        return np.asarray(np.exp(-tilt * gap))
+
+    return _first_inside(
+        propose,
+        theta_bound,
+        max_proposals,
+        "exponential mechanism",
+        rng,
+        accept if lam > 0 else None,
+    )
 
 
 # -- MCMC ---------------------------------------------------------------------------------
@@ -521,7 +682,10 @@ class _LinearRelease(Mechanism):
     """KNG (ℓ₂) or the exponential mechanism for the squared loss, sampled exactly.
 
     ``value`` is (XᵀX, Xᵀy) of the clipped model rows; the public ridge is added here.
-    The event is :class:`~dpledger.events.BoundedRange` (ε) (see the module docstring).
+    The event is :class:`~dpledger.events.BoundedRange` (ε) for the whole release —
+    the drawn θ *or* the sampler's failure: the density is sampled at the smaller
+    ``sampler_epsilon`` of :func:`sampler_epsilon`, which makes the failure event's
+    cost part of ε (see the module docstring).
     """
 
     def __init__(
@@ -534,6 +698,8 @@ class _LinearRelease(Mechanism):
         ridge: float,
         dimension: int,
         max_proposals: int,
+        row_bound: float,
+        adjacency: str,
     ) -> None:
         self.kind = check_choice("kind", kind, ("kng", "exponential"))
         self.epsilon = float(epsilon)
@@ -542,6 +708,9 @@ class _LinearRelease(Mechanism):
         self.ridge = float(ridge)
         self.dimension = int(dimension)
         self.max_proposals = int(max_proposals)
+        self.sampler_epsilon = sampler_epsilon(
+            self.kind, self.epsilon, float(row_bound), self.ridge, adjacency
+        )
         # "exact" here means exact in distribution in real arithmetic: the draws are
         # floating point, with Mironov's caveat like every continuous sampler here
         warn_floating_point(
@@ -552,14 +721,16 @@ class _LinearRelease(Mechanism):
         return {
             "kind": self.kind,
             "epsilon": self.epsilon,
+            "sampler_epsilon": self.sampler_epsilon,
             "sensitivity": self.sensitivity,
             "theta_bound": self.theta_bound,
             "ridge": self.ridge,
+            "max_proposals": self.max_proposals,
         }
 
     @property
     def event(self) -> ev.BoundedRange:
-        """ε-bounded-range: the exponential mechanism (Durfee & Rogers 2019)."""
+        """ε-bounded-range, failure included (:func:`sampler_epsilon`; Durfee & Rogers 2019)."""
         return ev.BoundedRange(self.epsilon)
 
     def validate(self, value: Any) -> None:
@@ -575,14 +746,14 @@ class _LinearRelease(Mechanism):
             raise InvalidArgumentError("`value` must be finite (XᵀX and Xᵀy).")
 
     def release(self, value: Any, rng: np.random.Generator | None = None) -> np.ndarray:
-        """One draw of θ ∈ Θ (raises :class:`SamplingError` if the rejection cap is hit)."""
+        """One draw of θ ∈ Θ, or :class:`SamplingError` — an output covered by ε."""
         gram, moment = (np.asarray(v, dtype=float) for v in value)
         sample = kng_linear_sample if self.kind == "kng" else exponential_linear_sample
         return sample(
             gram,
             moment,
             ridge=self.ridge,
-            epsilon=self.epsilon,
+            epsilon=self.sampler_epsilon,
             sensitivity=self.sensitivity,
             theta_bound=self.theta_bound,
             rng=resolve_rng(rng),
@@ -776,28 +947,37 @@ class _LinearRegression(_BoundedThetaRegression):
     def _sensitivity(self, b: float, y_bound: float, theta_bound: float, adjacency: str) -> float:
         raise NotImplementedError
 
+    def _ridge(self, epsilon: float, b: float) -> float:
+        """``ridge``: "auto" (:func:`auto_ridge`) or a positive finite number."""
+        ridge = self.ridge
+        if isinstance(ridge, str) and ridge == "auto":
+            return auto_ridge(self._kind, epsilon, b)
+        if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.integer, np.floating)):
+            raise InvalidArgumentError(
+                f"`ridge` must be 'auto' or a positive number. Found {ridge!r}."
+            )
+        if not (math.isfinite(ridge) and ridge > 0):
+            raise InvalidArgumentError(
+                "`ridge` must be positive and finite: A = XᵀX + ridge·I ⪰ ridge·I keeps the "
+                "sampler proper and bounds its failure event's cost whatever the data. Found "
+                f"{ridge!r}."
+            )
+        return float(ridge)
+
     def fit(self, X: Any, y: Any) -> Any:
         """Validate, compute (XᵀX, Xᵀy) of the clipped rows, charge ε, draw θ ∈ Θ."""
         epsilon, _ = self._budget()
         adjacency = self._adjacency()
         ledger = self._shared_ledger()
         x_bound, y_bound, theta_bound = self._bounds()
-        ridge = self.ridge
-        if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.integer, np.floating)):
-            raise InvalidArgumentError(f"`ridge` must be a positive number. Found {ridge!r}.")
-        if not (math.isfinite(ridge) and ridge > 0):
-            raise InvalidArgumentError(
-                "`ridge` must be positive and finite: it keeps A = XᵀX + ridge·I positive "
-                "definite whatever the data (ridge = 0 would make the sampler's feasibility "
-                f"depend on the data). Found {ridge!r}."
-            )
+        b = row_bound(x_bound, bool(self.fit_intercept))
+        ridge = self._ridge(epsilon, b)
         if getattr(self, "norm", "l2") != "l2":
             raise InvalidArgumentError(
                 "`norm` must be 'l2' for KNG linear regression (the exact sampler); ℓ₁ and ℓ∞ "
                 f"gradients are not implemented. Found {self.norm!r}."
             )
         max_proposals = _check_cap("max_proposals", self.max_proposals, MAX_PROPOSALS)
-        b = row_bound(x_bound, bool(self.fit_intercept))
         sensitivity = self._sensitivity(b, y_bound, theta_bound, adjacency)
         self._check_sensitivity(sensitivity, epsilon)
         X = _data.as_design(X)
@@ -817,9 +997,11 @@ class _LinearRegression(_BoundedThetaRegression):
             epsilon,
             sensitivity,
             theta_bound=theta_bound,
-            ridge=float(ridge),
+            ridge=ridge,
             dimension=self._dimension(features),
             max_proposals=max_proposals,
+            row_bound=b,
+            adjacency=adjacency,
         )
         label = (
             f"theta ({'KNG' if self._kind == 'kng' else 'exponential mechanism'}, exact "
@@ -827,6 +1009,8 @@ class _LinearRegression(_BoundedThetaRegression):
         )
         (theta,) = self._release_all([Release(label, mechanism, (gram, moment))], ledger)
         self.sensitivity_ = sensitivity
+        self.ridge_ = ridge
+        self.sampler_epsilon_ = mechanism.sampler_epsilon
         self._set_theta(theta, features)
         return self
 
@@ -844,8 +1028,9 @@ class KNGLinearRegression(_LinearRegression):
     The ridge (public, > 0) keeps A = XᵀX + ridge·I positive definite whatever the data,
     so the untruncated density is proper and the exact sampler (radius Gamma(d, Δ/ε),
     uniform direction, θ = A⁻¹(Xᵀy + z), rejected outside Θ) applies; it does not change
-    the gradient's sensitivity. If ``max_proposals`` draws all fall outside Θ the fit
-    raises :class:`SamplingError` after the charge (see the module docstring).
+    the gradient's sensitivity. The number of proposals is Geometric with the public mean
+    ``max_proposals``; if none lands in Θ the fit raises :class:`SamplingError` after the
+    charge — an outcome whose probability is covered by ε (:func:`sampler_epsilon`).
 
     Args:
         epsilon: The ε of the release.
@@ -855,9 +1040,11 @@ class KNGLinearRegression(_LinearRegression):
         theta_bound: Radius r of Θ (ℓ₂ ball of (coef, intercept)); finite, > 0.
         adjacency: "add_remove" or "replace_one" (declared).
         fit_intercept: Append the public constant column 1 (counted in the row bound).
-        ridge: λ > 0 in ℓₙ (public). Default 1.
+        ridge: λ > 0 in ℓₙ (public), or "auto" (default): b²/(e^{ε/2} − 1), the
+            smallest λ at which the sampler's failure event costs nothing extra
+            (:func:`auto_ridge`, :func:`sampler_epsilon`); kept as ``ridge_``.
         norm: The K-norm; "l2" only (the exact sampler).
-        max_proposals: Cap on rejection-sampling proposals (≤ 10⁸).
+        max_proposals: Public mean of the Geometric proposal budget (≤ 10⁸).
         ledger: A shared ledger to draw on, or None for a per-fit ledger.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
 
@@ -887,7 +1074,7 @@ class KNGLinearRegression(_LinearRegression):
         theta_bound: float | None = None,
         adjacency: str | None = None,
         fit_intercept: bool = True,
-        ridge: float = 1.0,
+        ridge: float | str = "auto",
         norm: str = "l2",
         max_proposals: int = 10**6,
         ledger: Any = None,
@@ -905,8 +1092,11 @@ class ExponentialLinearRegression(_LinearRegression):
     Releases one θ ∈ Θ = {‖θ‖₂ ≤ ``theta_bound``} with density
     ∝ exp(−εℓₙ(θ)/(2Δ_ℓ)), ℓₙ as in :class:`KNGLinearRegression` and
     Δ_ℓ = (C + br)² under either adjacency (:func:`squared_loss_range`): the Gaussian
-    N(A⁻¹Xᵀy, (Δ_ℓ/ε)A⁻¹) truncated to Θ, sampled by rejection (McSherry & Talwar 2007;
-    the baseline of Reimherr & Awan). Charged as one
+    N(A⁻¹Xᵀy, (Δ_ℓ/ε)A⁻¹) truncated to Θ, sampled by rejection from a tilted Gaussian
+    centred on Θ's constrained minimiser (:func:`exponential_linear_sample`; McSherry &
+    Talwar 2007; the baseline of Reimherr & Awan). A failure of the Geometric proposal
+    budget raises :class:`SamplingError`, covered by ε (:func:`sampler_epsilon`; under
+    replace-one the density uses ε − ½log(1 + b²/ridge)). Charged as one
     :class:`~dpledger.events.BoundedRange` (ε). Noise O_p(1/√n).
 
     Args:
@@ -917,8 +1107,9 @@ class ExponentialLinearRegression(_LinearRegression):
         theta_bound: Radius r of Θ; finite, > 0.
         adjacency: "add_remove" or "replace_one" (declared).
         fit_intercept: Append the public constant column 1 (counted in the row bound).
-        ridge: λ > 0 in ℓₙ (public). Default 1.
-        max_proposals: Cap on rejection-sampling proposals (≤ 10⁸).
+        ridge: λ > 0 in ℓₙ (public), or "auto" (default): b²/(e^{ε/10} − 1)
+            (:func:`auto_ridge`); kept as ``ridge_``.
+        max_proposals: Public mean of the Geometric proposal budget (≤ 10⁸).
         ledger: A shared ledger, or None for a per-fit ledger.
         rng: numpy Generator or int seed, or None.
     """
@@ -935,7 +1126,7 @@ class ExponentialLinearRegression(_LinearRegression):
         theta_bound: float | None = None,
         adjacency: str | None = None,
         fit_intercept: bool = True,
-        ridge: float = 1.0,
+        ridge: float | str = "auto",
         max_proposals: int = 10**6,
         ledger: Any = None,
         rng: Any = None,
@@ -953,6 +1144,8 @@ class _QuantileRegression(_BoundedThetaRegression):
     chains: Any
     burn_in: Any
     samples: Any
+    data_size: Any
+    diagnostics: Any
     _kind = "kng"
 
     def _norm(self) -> str:
@@ -984,11 +1177,13 @@ class _QuantileRegression(_BoundedThetaRegression):
             )
         yd = _data.as_target(y, Xd.shape[0])
         Z, yc = self._model_rows(Xd, yd, norm)
-        work = chains * (burn_in + samples) * int(Z.shape[0]) * int(Z.shape[1])
+        rows = self._public_rows(adjacency, int(Z.shape[0]))
+        work = chains * (burn_in + samples) * (rows or 1) * int(Z.shape[1])
         if work > MAX_MCMC_WORK:
+            counted = "`data_size`" if self.data_size is not None else "rows"
             raise InvalidArgumentError(
-                f"`chains` × (`burn_in` + `samples`) × rows × columns = {chains} × "
-                f"{burn_in + samples} × {Z.shape[0]} × {Z.shape[1]} = {work:.3g} exceeds "
+                f"`chains` × (`burn_in` + `samples`) × {counted} × columns = {chains} × "
+                f"{burn_in + samples} × {rows or 1} × {Z.shape[1]} = {work:.3g} exceeds "
                 f"MAX_MCMC_WORK = {MAX_MCMC_WORK:.0e} (every step evaluates the loss on every "
                 "row: hours of work). Use fewer chains or steps, or a subsample of the rows."
             )
@@ -1017,10 +1212,26 @@ class _QuantileRegression(_BoundedThetaRegression):
         label = f"theta ({name}, τ={tau:g}, Δ={sensitivity:.6g}; {MCMC_LABEL})"
         (draw,) = self._release_all([Release(label, mechanism, (Z, yc))], ledger)
         self.sensitivity_ = sensitivity
-        self.mcmc_diagnostics_ = draw.diagnostics
-        _warn_if_unconverged(draw.diagnostics, type(self).__name__)
+        if self.diagnostics:
+            self.mcmc_diagnostics_ = draw.diagnostics
+            _warn_if_unconverged(draw.diagnostics, type(self).__name__)
         self._set_theta(draw.theta, features)
         return self
+
+    def _public_rows(self, adjacency: str, rows: int) -> int | None:
+        """The row count the work cap may read: ``data_size``, or n where it is public.
+
+        Under add/remove n is private: a cap on it would refuse n + 1 rows and release n
+        (a release of ε = ∞). So the cap counts the declared ``data_size``, n under
+        replace-one (neighbours share it), and no rows at all otherwise.
+        """
+        if not isinstance(self.diagnostics, (bool, np.bool_)):
+            raise InvalidArgumentError(
+                f"`diagnostics` must be True or False. Found {self.diagnostics!r}."
+            )
+        if self.data_size is not None:
+            return check_int_at_least("data_size", self.data_size, 1)
+        return rows if adjacency == ev.REPLACE_ONE else None
 
 
 class KNGQuantileRegression(_QuantileRegression):
@@ -1035,8 +1246,9 @@ class KNGQuantileRegression(_QuantileRegression):
     :class:`~dpledger.events.BoundedRange` (ε) — **a guarantee of exact sampling only**:
     θ is the last state of chain 0 of random-walk Metropolis (:func:`metropolis`), an
     approximate draw; the ledger label says "MCMC: approximate sampler; ε holds for exact
-    sampling only". ``mcmc_diagnostics_`` and the :class:`MCMCWarning` are functions of
-    the data outside the guarantee (do not publish them). ``y_bound`` does not enter Δ_K
+    sampling only". With ``diagnostics=True``, ``mcmc_diagnostics_`` and the
+    :class:`MCMCWarning` are functions of the data outside the guarantee (do not publish
+    them); by default neither exists. ``y_bound`` does not enter Δ_K
     (the gradient ignores y's size); y is clipped to it as declared.
 
     Args:
@@ -1052,6 +1264,11 @@ class KNGQuantileRegression(_QuantileRegression):
         chains: Number of Metropolis chains (2 to 64; default 4).
         burn_in: Adaptive burn-in steps per chain (discarded).
         samples: Kept steps per chain (for the diagnostics).
+        data_size: Public row count for the work cap ``MAX_MCMC_WORK`` (optional; under
+            add/remove without it the cap counts no rows, since n is private).
+        diagnostics: Set ``mcmc_diagnostics_`` and warn (:class:`MCMCWarning`) when the
+            chains look unconverged. Off by default: both are functions of the data
+            outside the guarantee, for the data holder only.
         ledger: A shared ledger, or None for a per-fit ledger.
         rng: numpy Generator or int seed, or None.
     """
@@ -1073,6 +1290,8 @@ class KNGQuantileRegression(_QuantileRegression):
         chains: int = 4,
         burn_in: int = 2000,
         samples: int = 1000,
+        data_size: int | None = None,
+        diagnostics: bool = False,
         ledger: Any = None,
         rng: Any = None,
     ) -> None:
@@ -1103,6 +1322,11 @@ class ExponentialQuantileRegression(_QuantileRegression):
         chains: Number of Metropolis chains (2 to 64; default 4).
         burn_in: Adaptive burn-in steps per chain (discarded).
         samples: Kept steps per chain (for the diagnostics).
+        data_size: Public row count for the work cap ``MAX_MCMC_WORK`` (optional; under
+            add/remove without it the cap counts no rows, since n is private).
+        diagnostics: Set ``mcmc_diagnostics_`` and warn (:class:`MCMCWarning`) when the
+            chains look unconverged. Off by default: both are functions of the data
+            outside the guarantee, for the data holder only.
         ledger: A shared ledger, or None for a per-fit ledger.
         rng: numpy Generator or int seed, or None.
     """
@@ -1123,6 +1347,8 @@ class ExponentialQuantileRegression(_QuantileRegression):
         chains: int = 4,
         burn_in: int = 2000,
         samples: int = 1000,
+        data_size: int | None = None,
+        diagnostics: bool = False,
         ledger: Any = None,
         rng: Any = None,
     ) -> None:

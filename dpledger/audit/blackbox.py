@@ -277,7 +277,13 @@ def _run(
     rng: np.random.Generator,
     progress: Callable[[int], None],
     which: str,
+    exceptions: tuple[type[BaseException], ...] = (),
 ) -> np.ndarray:
+    """``samples`` runs as rows; with ``exceptions``, column 0 codes the outcome.
+
+    A run that raises the k-th class of ``exceptions`` is the output "raised" (code k,
+    the other columns NaN); a return is code 0. Any other exception propagates.
+    """
     call: Callable[[Any, np.random.Generator], Any]
     if hasattr(mechanism, "release") and callable(mechanism.release):
         call = lambda x, r: mechanism.release(x, rng=r)  # noqa: E731
@@ -288,27 +294,37 @@ def _run(
             "`mechanism` must be a callable mechanism(data, rng) or a dpledger Mechanism. "
             f"Found {type(mechanism).__name__}."
         )
-    first = _row(call(data, rng), which)
-    progress(1)
-    need = 16 * samples * max(1, len(first))
-    if need > MAX_OUTPUT_BYTES:
-        raise InvalidArgumentError(
-            f"`samples` = {samples:,} runs of outputs of length {len(first)} would take "
-            f"{need / 2**30:.1f} GiB for both inputs, beyond {MAX_OUTPUT_BYTES / 2**30:.0f} "
-            "GiB: draw fewer samples, or audit a shorter output (a statistic of it)."
-        )
-    rows = np.empty((samples, len(first)))
-    rows[0] = first
-    for i in range(1, samples):
-        row = _row(call(data, rng), which)
-        if len(row) != len(first):
+    codes = np.zeros(samples)
+    rows: np.ndarray | None = None
+    for i in range(samples):
+        try:
+            row = _row(call(data, rng), which)
+        except exceptions as error:
+            codes[i] = 1 + next(k for k, e in enumerate(exceptions) if isinstance(error, e))
+            progress(1)
+            continue
+        if rows is None:
+            need = 16 * samples * max(1, len(row))
+            if need > MAX_OUTPUT_BYTES:
+                raise InvalidArgumentError(
+                    f"`samples` = {samples:,} runs of outputs of length {len(row)} would take "
+                    f"{need / 2**30:.1f} GiB for both inputs, beyond "
+                    f"{MAX_OUTPUT_BYTES / 2**30:.0f} GiB: draw fewer samples, or audit a "
+                    "shorter output (a statistic of it)."
+                )
+            rows = np.full((samples, len(row)), np.nan)
+        elif len(row) != rows.shape[1]:
             raise InvalidArgumentError(
                 f"the mechanism's outputs on the {which} have different lengths "
-                f"{sorted({len(first), len(row)})}."
+                f"{sorted({rows.shape[1], len(row)})}."
             )
         rows[i] = row
         progress(1)
-    return rows
+    if not exceptions:
+        assert rows is not None  # without `exceptions` every run returned
+        return rows
+    values = np.empty((samples, 0)) if rows is None else rows
+    return np.column_stack([codes, values])
 
 
 class _Progress:
@@ -340,6 +356,7 @@ def estimate_epsilon(
     rng: np.random.Generator | None = None,
     selection_fraction: float = 0.5,
     progress: bool | None = None,
+    exceptions: Any = (),
 ) -> EpsilonEstimate:
     """A lower bound on the ε of ``mechanism``, certified with probability ``confidence``.
 
@@ -355,6 +372,11 @@ def estimate_epsilon(
         selection_fraction: Share of the samples used to choose the event.
         progress: Show a progress bar on stderr (default: for 100,000 samples or more, on
             a terminal).
+        exceptions: Exception classes that are *outputs* of the mechanism: a run raising
+            one of them is recorded, not propagated. Then ``output[0]`` is the outcome
+            (0 for a return, k for the k-th class raised) and the mechanism's values
+            follow from ``output[1]`` (NaN in a run that raised). A refusal or failure
+            whose probability depends on the data is a release, and this finds its leak.
 
     Returns:
         An :class:`EpsilonEstimate`; its ``epsilon`` is 0.0 when no event distinguishes
@@ -384,11 +406,24 @@ def estimate_epsilon(
         raise InvalidArgumentError(f"`rng` must be a numpy.random.Generator. Found {rng!r}.")
     if progress is None:
         progress = samples >= 100_000 and sys.stderr.isatty()
+    if isinstance(exceptions, type):
+        exceptions = (exceptions,)
+    if not (
+        isinstance(exceptions, tuple)
+        and all(isinstance(e, type) and issubclass(e, BaseException) for e in exceptions)
+    ):
+        raise InvalidArgumentError(
+            f"`exceptions` must be an exception class or a tuple of them. Found {exceptions!r}."
+        )
     bar = _Progress(2 * samples, bool(progress))
     # which runs choose the event and which certify it is fixed before any output exists
     order_a, order_b = rng.permutation(samples), rng.permutation(samples)
-    a = _run(mechanism, dataset, samples, rng, bar, "dataset")
-    b = _run(mechanism, neighbour, samples, rng, bar, "neighbour")
+    a = _run(mechanism, dataset, samples, rng, bar, "dataset", exceptions)
+    b = _run(mechanism, neighbour, samples, rng, bar, "neighbour", exceptions)
+    if exceptions and a.shape[1] != b.shape[1] and min(a.shape[1], b.shape[1]) == 1:
+        # one side always raised: its values are all missing
+        width = max(a.shape[1], b.shape[1])
+        a, b = (np.pad(x, ((0, 0), (0, width - x.shape[1])), constant_values=np.nan) for x in (a, b))
     if a.shape[1] != b.shape[1]:
         raise InvalidArgumentError(
             f"the outputs on the two inputs have different lengths ({a.shape[1]} and {b.shape[1]})."
