@@ -388,7 +388,9 @@ def test_pipeline_and_cross_validation_draw_on_one_budget(name, data):
         ("three_d_x", "X"),
         ("text_column", "non-numeric"),
         ("two_d_y", "y"),
-        ("empty", "X"),
+        # no columns is refused (the schema is public); no *rows* is a data set like any
+        # other under add/remove, released from zero statistics (test_issue31_budget.py)
+        ("no_columns", "X"),
     ],
 )
 def test_bad_inputs_raise_a_clear_error(name, case, argument, data):
@@ -412,8 +414,8 @@ def test_bad_inputs_raise_a_clear_error(name, case, argument, data):
         X = pd.DataFrame(X, columns=list("abcd")).assign(d=["z"] * len(X))
     elif case == "two_d_y":
         y = np.c_[y, y]
-    elif case == "empty":
-        X, y = X[:0], y[:0]
+    elif case == "no_columns":
+        X = X[:, :0]
     eps, delta = budget(name)
     ledger = dpl.Ledger(eps, delta)
     with pytest.raises(DPLedgerError, match=argument):
@@ -503,3 +505,21 @@ def test_a_shared_ledger_is_never_pickled_as_a_fitted_record(name, data):
     model.set_params(ledger=None)  # ledger_ is still the shared, in-memory budget
     with pytest.raises(DPLedgerError, match="duplicate"):
         pickle.dumps(model)
+
+
+@names
+def test_the_default_budget_is_one_fit_for_the_estimator_and_every_copy(name, data):
+    # ledger=None: a budget for one fit, shared by clone and deepcopy (issue 31, finding 4);
+    # cross-validation's folds never get a fresh budget each, and nothing else is charged
+    X, y = data
+    eps, delta = budget(name)
+    if name in OVERSPEND:
+        return  # a per-fit ledger holding the nominal budget refuses them outright
+    model = ESTIMATORS[name](epsilon=eps, delta=delta, rng=0)
+    twin, deep = clone(model), copy.deepcopy(model)
+    twin.fit(X, y)
+    receipts = twin.ledger_.receipts
+    for other in (model, deep, twin, clone(twin)):
+        with pytest.raises(BudgetExceededError, match="one fit"):
+            other.fit(X, y)
+    assert twin.ledger_.receipts == receipts

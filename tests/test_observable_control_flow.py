@@ -49,17 +49,16 @@ def _neighbours(classifier, data_size):
     """(label, D, D′, adjacency): the pairs every estimator is run on."""
     X, y = _rows(40, classifier)
     hx, hy = _hostile(classifier)
+    replaced = (np.vstack([hx, X[1:]]), np.r_[hy, y[1:]])
     pairs = [
         ("remove a row", (X, y), (X[:-1], y[:-1]), "add_remove"),
         ("add a hostile row", (X, y), (np.vstack([X, hx]), np.r_[y, hy]), "add_remove"),
         ("empty vs one row", (X[:0], y[:0]), (X[:1], y[:1]), "add_remove"),
-        ("replace by a hostile row", (X, y), (np.vstack([hx, X[1:]]), np.r_[hy, y[1:]]), "replace_one"),
-    ]  # fmt: skip
+        ("replace by a hostile row", (X, y), replaced, "replace_one"),
+    ]
     if data_size is not None:
         Xn, yn = _rows(data_size + 1, classifier, seed=4)
-        pairs.append(
-            ("at data_size vs one more", (Xn[:-1], yn[:-1]), (Xn, yn), "add_remove")
-        )
+        pairs.append(("at data_size vs one more", (Xn[:-1], yn[:-1]), (Xn, yn), "add_remove"))
     return pairs
 
 
@@ -71,7 +70,7 @@ def _observe(run):
         try:
             run(ledger_box)
             error = None
-        except Exception as exc:  # noqa: BLE001 - the class is what is observed
+        except Exception as exc:
             error = type(exc).__name__
     ledger = ledger_box["ledger"]
     events = [r.event for r in ledger.receipts]

@@ -99,8 +99,13 @@ def as_design(X: Any) -> Any:
             raise InvalidArgumentTypeError(
                 f"`X` must be numeric. Found dtype {array.dtype}."
             ) from None
-    if array.shape[0] == 0 or array.shape[1] == 0:
-        raise InvalidArgumentError(f"`X` must have rows and columns. Found shape {array.shape}.")
+    if array.shape[1] == 0:
+        # the column count is public (declared by the data's schema); the row count is not
+        # (under add/remove it is private): no rows is a data set like any other, and its
+        # statistics are zero sums (a fit releases them with noise, as on one row)
+        raise InvalidArgumentError(
+            f"`X` must have at least one column (feature). Found shape {array.shape}."
+        )
     array = array.astype(float, copy=False)
     if not np.all(np.isfinite(array)):
         bad = np.argwhere(~np.isfinite(array))[0]
@@ -149,7 +154,14 @@ def as_target(y: Any, rows: int | None) -> Any:
 
 
 def row_chunks(X: np.ndarray, y: np.ndarray | None) -> Iterator[tuple[np.ndarray, Any]]:
-    """(X, y) in blocks of :data:`CHUNK_ROWS` rows (views, no copies)."""
+    """(X, y) in blocks of :data:`CHUNK_ROWS` rows (views, no copies).
+
+    At least one block, empty for 0 rows: the statistics of no rows are zero sums of the
+    right shapes, computed by the same transform (control flow never depends on n).
+    """
+    if X.shape[0] == 0:
+        yield X, y
+        return
     for start in range(0, X.shape[0], CHUNK_ROWS):
         stop = start + CHUNK_ROWS
         yield X[start:stop], (None if y is None else y[start:stop])
@@ -476,7 +488,9 @@ def sufficient_statistics(
     ``transform`` is applied to each block independently (it must be record-local, like
     clipping to declared bounds: a row's result never depends on other rows), and so
     are ``moments.weights``. The sums are exact (see the comment above :data:`SUB_ROWS`):
-    the same whatever the order of the rows or their chunking, each rounded once.
+    the same whatever the order of the rows or their chunking, each rounded once. No rows
+    (``X`` of shape (0, d)) give zero sums of the same shapes as any other data set
+    (``transform`` and ``weights`` are called on the empty block, so they fix the shapes).
     """
     features = int(X.shape[1]) if len(getattr(X, "shape", ())) == 2 else 0
     if moments.gram and features > MAX_FEATURES:
@@ -511,8 +525,8 @@ def _exact_sums(
             running.vector += part.vector
             running.scalar += part.scalar
             running.rows += part.rows
-    if running is None:
-        raise InvalidArgumentError("`X` must have at least one row.")
+    if running is None:  # pragma: no cover - row_chunks yields at least one block
+        raise InvalidArgumentError("internal error: no block of rows to sum.")
     return running if total is None else total + running
 
 
@@ -599,8 +613,11 @@ def _checked_block(
 
 def _tree_sum(parts: list[Any], delayed: Any, compute: Any) -> _Exact:
     """Pairwise sum of the partial exact sums: only d×d sums travel, never the rows."""
-    if not parts:
-        raise InvalidArgumentError("`X` must have at least one row.")
+    if not parts:  # a dask collection has at least one partition, even with no rows
+        raise InvalidArgumentError(
+            "`X` has no partitions (a dask collection with none); give it at least one "
+            "(an empty partition is fine: no rows sum to zero statistics)."
+        )
     while len(parts) > 1:
         parts = [
             delayed(_add_pair)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]

@@ -4,8 +4,14 @@
   validates, charges, releases and returns ``self``; fitted attributes end in ``_``;
   ``clone``, ``Pipeline`` and ``cross_val_score`` work.
 * **Budget**: ``epsilon``/``delta`` are the guarantee *this fit* must meet. With
-  ``ledger=None`` each fit gets a fresh ``Ledger(epsilon, delta)`` (kept as ``ledger_``)
-  that *plans* the fit's whole schedule, so the tightest non-adaptive method applies.
+  ``ledger=None`` the estimator has a budget for *one* fit: its first fit gets a
+  ``Ledger(epsilon, delta)`` (kept as ``ledger_``) that *plans* the fit's whole schedule,
+  so the tightest non-adaptive method applies. That budget is shared by every copy
+  (``sklearn.clone``, ``copy.deepcopy``: the folds and candidates of a cross-validation or
+  grid search), so a second fit — of the estimator or of any copy — is refused
+  (:class:`~dpledger.errors.BudgetExceededError`), never given a fresh budget; a pickled
+  copy has no budget of its own at all. Whether a fit is refused depends only on
+  whether the budget was used, never on the data.
   With a shared ``ledger``, the noise is calibrated in that ledger's own currency (a
   ledger of the same kind holding (ε, δ) would accept the schedule exactly), so the
   shared ledger accepts what was calibrated. Either way the whole schedule is checked
@@ -15,7 +21,8 @@
 * **A budget is never duplicated**: ``copy``/``deepcopy`` of a :class:`~dpledger.Ledger`
   return the same ledger (so ``sklearn.clone`` shares it: every fold of a
   cross-validation draws on one budget), and pickling an in-memory ledger is refused.
-  A fitted estimator pickles its own per-fit ``ledger_`` as a read-only record.
+  A fitted estimator pickles its own per-fit ``ledger_`` as a read-only record; the
+  one-fit budget of ``ledger=None`` is never pickled (the copy cannot fit with it).
 * **Variants**: ``"calibrated"`` (default) solves the noise so that all releases,
   composed jointly with the tightest valid method, meet (ε, δ); ``"published"`` uses
   the paper's constants — charged at their *true* cost, refused if that is over budget.
@@ -33,7 +40,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -58,9 +65,11 @@ __all__ = [
     "Release",
     "RepeatedNoiseWarning",
     "noise_generator",
+    "one_fit_budget",
 ]
 
 ADJACENCIES = (ev.ADD_REMOVE, ev.REPLACE_ONE)
+_T = TypeVar("_T")
 VARIANTS = ("calibrated", "published")
 
 
@@ -140,6 +149,110 @@ class Release:
     value: Any
 
 
+class _Lineage:
+    """The one-fit budget of an estimator with ``ledger=None``, shared by all its copies.
+
+    ``copy.copy``, ``copy.deepcopy`` and ``sklearn.clone`` (through
+    :meth:`PrivateEstimator.__sklearn_clone__`) return the estimator's copy with *this*
+    object, so an estimator and its copies draw on one budget: the first fit among them
+    claims it (:meth:`claim`), every later fit is refused. Pickling cannot share an
+    object across processes, so a pickled copy is restored without a budget (it refuses
+    every fit with ``ledger=None``); otherwise n_jobs > 1 cross-validation would give each
+    worker's copy a budget of its own. Every refusal depends on public facts only (this
+    budget was used, or is a copy's), never on the data.
+    """
+
+    def __init__(self, *, copy: bool = False) -> None:
+        self._lock = threading.Lock()
+        self.used = False
+        self.copy = copy
+
+    def __copy__(self) -> _Lineage:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Lineage:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restored_lineage, ())
+
+    def refuse(self, owner: str, budget: tuple[float, float], *, has_ledger: bool = True) -> None:
+        """Raise :class:`BudgetExceededError` if this budget is spent or a pickled copy's.
+
+        ``has_ledger``: the owner takes a ``ledger`` parameter (the message says how to
+        pass one); else the only way to a new budget is a new object.
+        """
+        if not (self.used or self.copy):
+            return
+        epsilon, delta = budget
+        if self.copy:
+            what = (
+                "it was copied by pickling (as joblib does for n_jobs > 1), and a copy never "
+                "gets a budget of its own"
+            )
+        else:
+            what = (
+                "an earlier fit of this estimator, or of a copy of it (sklearn.clone, "
+                "copy.deepcopy: every fold and candidate of a cross-validation or grid "
+                "search is one), has spent it"
+            )
+        owned = f"a budget (epsilon={epsilon:g}, delta={delta:g}) for one fit, and {what}."
+        if not has_ledger:
+            message = f"{owner} has {owned} Construct a new {owner} for a new budget."
+        else:
+            message = (
+                f"{owner} has ledger=None: {owned} To fit several times (cross-validation, "
+                "grid search, a refit), pass one shared Ledger sized for all the fits, e.g. "
+                "ledger=Ledger(epsilon=k*epsilon, delta=k*delta) for k fits (a file Ledger, "
+                "Ledger(..., path=...), is shared by its path across processes). To start a "
+                f"new budget on purpose, construct a new estimator ({owner}(**est.get_params()))"
+                " or set_params(ledger=Ledger(...)). (cross_val_score turns this error into "
+                "nan scores and a FitFailedWarning; error_score='raise' raises it.)"
+            )
+        raise BudgetExceededError(message, requested=(epsilon, delta), remaining=(0.0, 0.0))
+
+    def claim(
+        self,
+        owner: str,
+        budget: tuple[float, float],
+        open_ledgers: Callable[[], _T],
+        *,
+        has_ledger: bool = True,
+    ) -> _T:
+        """What ``open_ledgers()`` returns (the fit's ledgers), as this budget's one fit.
+
+        Refused if the budget is used. Atomic: of two copies fitting at once (threads),
+        one gets the budget. Ledgers that refuse to open (a schedule over budget) leave
+        the budget unused.
+        """
+        with self._lock:
+            self.refuse(owner, budget, has_ledger=has_ledger)
+            opened = open_ledgers()
+            self.used = True
+            return opened
+
+
+_LINEAGE_LOCK = threading.Lock()
+
+
+def _restored_lineage() -> _Lineage:
+    return _Lineage(copy=True)
+
+
+def one_fit_budget(holder: Any) -> _Lineage:
+    """The one-fit budget ``holder`` and its copies share (created on first use).
+
+    Kept in ``holder.__dict__`` (not a parameter: ``get_params`` and ``set_params`` never
+    see it), so it must exist *before* a copy is taken; every copy path calls this.
+    """
+    with _LINEAGE_LOCK:  # one object fitted from two threads at once still gets one budget
+        lineage = holder.__dict__.get("_one_fit_budget")
+        if not isinstance(lineage, _Lineage):
+            lineage = _Lineage()
+            holder.__dict__["_one_fit_budget"] = lineage
+        return lineage
+
+
 @dataclass(frozen=True)
 class _Scaled:
     """A schedule at noise scale p, as one composed event (for ledger calibration)."""
@@ -201,6 +314,19 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
                 f"{self.variant!r}."
             )
         return str(self.variant)
+
+    def _fit_ledger(self) -> Ledger | None:
+        """The shared ledger of a fit, or None — refused early if the one-fit budget is used.
+
+        The refusal (:class:`BudgetExceededError`) depends only on whether this estimator
+        or a copy of it has fitted with ``ledger=None`` before; :meth:`_open_ledger`
+        claims the budget atomically later. Checked first, so a refused fold of a
+        cross-validation reads no data.
+        """
+        ledger = self._shared_ledger()
+        if ledger is None:
+            one_fit_budget(self).refuse(type(self).__name__, self._budget())
+        return ledger
 
     def _shared_ledger(self) -> Ledger | None:
         ledger = self.ledger
@@ -309,15 +435,25 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
     ) -> tuple[Ledger, np.random.Generator]:
         """The ledger this fit's releases are charged to, and the generator of their noise.
 
-        Without a shared ``ledger``: a per-fit ledger of this fit's (ε, δ) that plans
-        exactly ``mechanisms`` (refused, recording nothing, if over budget). With one: the
+        Without a shared ``ledger``: the estimator's one-fit ledger of (ε, δ) that plans
+        exactly ``mechanisms`` (refused, recording nothing, if over budget, or if this
+        estimator or a copy of it has already fitted with it). With one: the
         whole schedule is checked against it. Either way before the first release; the
         generator comes from ``rng`` and the shared ledger's position (:func:`noise_generator`).
         """
         if ledger is None:
             epsilon, delta = self._budget()
-            own = Ledger(epsilon, delta, adjacency=self._adjacency())
-            own.plan(mechanisms, label=f"{type(self).__name__}.fit")  # refuses over budget
+            adjacency = self._adjacency()
+            name = type(self).__name__
+
+            def open_own() -> Ledger:
+                own = Ledger(epsilon, delta, adjacency=adjacency)
+                own.plan(mechanisms, label=f"{name}.fit")  # refuses over budget
+                return own
+
+            # this estimator's one-fit budget, shared with its copies: a second fit (of
+            # it, a clone or a deepcopy) is refused, never given a fresh budget
+            own = one_fit_budget(self).claim(name, (epsilon, delta), open_own)
             return own, noise_generator(self.rng, None)
         ledger.check(mechanisms, decide=True)
         return ledger, noise_generator(self.rng, ledger)
@@ -349,7 +485,22 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
 
     # -- a budget is never duplicated --------------------------------------------------
 
+    def __sklearn_clone__(self) -> Any:
+        """``sklearn.clone``: a new unfitted estimator with the same parameters and budget.
+
+        The copy shares the ledger (a parameter) and, with ``ledger=None``, the one-fit
+        budget (:func:`one_fit_budget`): the folds of a cross-validation never get a fresh
+        budget each.
+        """
+        lineage = one_fit_budget(self)
+        twin = super().__sklearn_clone__()
+        twin.__dict__["_one_fit_budget"] = lineage
+        return twin
+
     def __getstate__(self) -> dict[str, Any]:
+        # the one-fit budget exists before any copy (deepcopy shares it; pickling restores
+        # a copy without a budget: see _Lineage)
+        one_fit_budget(self)
         state = dict(super().__getstate__())
         fitted = state.get("ledger_")
         if fitted is not None and state.get("_own_ledger") and fitted._store is None:

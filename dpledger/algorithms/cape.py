@@ -59,6 +59,7 @@ from dpledger.accountant import events as ev
 from dpledger.algorithms.base import (
     PrivateEstimator,
     noise_generator,
+    one_fit_budget,
     symmetric_from_upper,
     upper,
 )
@@ -109,6 +110,10 @@ class CapeFM:
     The noise τⱼ is calibrated so that each site's exact guarantee (the Gaussian above,
     with the collusion factor c for CAPE) meets (ε, δ); the split between orders is the
     one of :class:`~dpledger.algorithms.FMLinearRegression`.
+
+    Each site's budget (ε, δ) is for one fit: a second ``fit`` of this object, or of a
+    ``copy.deepcopy`` of it, is refused (:class:`~dpledger.errors.BudgetExceededError`),
+    and a pickled copy has no budget. Construct a new ``CapeFM`` for a new budget.
     """
 
     def __init__(
@@ -135,6 +140,7 @@ class CapeFM:
         self.colluders = colluders
         self.fit_intercept = fit_intercept
         self.rng = rng
+        one_fit_budget(self)  # one fit: the site ledgers are never opened twice (nor by a copy)
 
     def _site_model(self, epsilon: float, delta: float) -> Any:
         if self.loss == "logistic":
@@ -174,6 +180,10 @@ class CapeFM:
         adjacency = probe._adjacency()
         if delta == 0:
             raise InvalidArgumentError("capeFM adds Gaussian noise: `delta` must be > 0.")
+        lineage = one_fit_budget(self)
+        lineage.refuse(
+            "CapeFM", (epsilon, delta), has_ledger=False
+        )  # public: this object has fitted before
         arrays = []
         for k, pair in enumerate(sites):
             try:
@@ -195,11 +205,16 @@ class CapeFM:
         p = math.sqrt(factor) * gaussian_sigma(epsilon, delta, sensitivity=sensitivity)
         tau1, tau2 = p * a1, p * a2
         site_events = [ev.Gaussian(p / math.sqrt(factor), sensitivity)]
-        ledgers = []
-        for _ in range(count):
-            ledger = Ledger(epsilon, delta, adjacency=adjacency)
-            ledger.plan(site_events, label=f"capeFM ({self.scheme}) site release")
-            ledgers.append(ledger)
+
+        def open_site_ledgers() -> list[Ledger]:
+            ledgers = []
+            for _ in range(count):
+                ledger = Ledger(epsilon, delta, adjacency=adjacency)
+                ledger.plan(site_events, label=f"capeFM ({self.scheme}) site release")
+                ledgers.append(ledger)
+            return ledgers
+
+        ledgers = lineage.claim("CapeFM", (epsilon, delta), open_site_ledgers, has_ledger=False)
         warnings.warn(
             "capeFM draws floating-point Gaussian noise (the zero-sum construction has no "
             "exact discrete form here), which can leak low-order bits (Mironov 2012).",

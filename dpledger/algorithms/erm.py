@@ -58,35 +58,67 @@ p = 1, so the maximum *is* at p = 1 and the Jacobian costs nothing: on Adult
 against 0.926 of it with ε′ + ε_J at ε = 1. The pure-ε noises only (ℓ₂ or ℓ₁: a row
 with |φ′| = p moves b by p·‖x‖_K ≤ p·R_K in either); the Gaussian form keeps ε_G + ε_J.
 
-**The theorem is for the exact minimiser θ̂; the fit releases the solver's θ̃ plus noise**
-(approximate minima perturbation, Iyengar et al. 2019, Alg. 1). The solver stops at
-‖∇J(θ̃)‖/N ≤ tol (tol floored at 1e-12 of the gradient's public scale,
-:func:`_tolerance`); (λ + Δ)-strong convexity of J/N then gives ‖θ̃ − θ̂‖ ≤ r :=
-tol/(λ + Δ) *for every dataset and every b*. Proof of the charge: b = g_D(θ̂) is a function of
-(D, θ̂), so θ̃ = θ̂ + h(D, θ̂) with ‖h‖ ≤ r everywhere. Release θ̂ (the objective
-perturbation, (1 − ``solver_share``) of the budget), then, given θ̂, the vector
-θ̂ + h(D, θ̂) + Z — a noise-adding mechanism on a statistic whose neighbours differ by at
-most 2r — and drop θ̂ (post-processing). Adaptive composition: the fit is charged the
-perturbation's event plus Z's: ℓ₂ K-norm noise of sensitivity 2r at the ε left
-(pure ε-DP), or the analytic Gaussian of sensitivity 2r at the (ε, δ) left. Z is tiny:
-with ℓ₂ K-norm noise ‖Z‖ averages about d·2r/ε₃ (ε₃ = solver_share·ε): for the
-defaults (tol = 1e-12, share 0.01) about 3e-6 at d = 10, λ = 1e-3, ε = 1, R = √2.
+**The theorem is for the exact minimiser θ̂; the fit releases the solver's θ̃ plus
+noise** (approximate minima perturbation, Iyengar et al. 2019, Alg. 1). The solver stops
+at ‖∇J(θ̃)‖/N ≤ tol (tol floored by public quantities, :func:`_solver_floor`); (λ +
+Δ)-strong convexity of J/N then gives ‖θ̃ − θ̂‖ ≤ r := tol/(λ + Δ) *for every dataset
+and every b*. Proof of the charge: b = g_D(θ̂) is a function of (D, θ̂), so θ̃ = θ̂ +
+h(D, θ̂) with ‖h‖ ≤ r everywhere. Release θ̂ (the objective perturbation, (1 −
+``solver_share``) of the budget), then, given θ̂, the vector θ̂ + h(D, θ̂) + Z — a
+noise-adding mechanism on a statistic whose neighbours differ by at most 2r — and drop
+θ̂ (post-processing). Adaptive composition: the fit is charged the perturbation's event
+plus Z's: ℓ₂ K-norm noise of sensitivity 2r at the ε left (pure ε-DP), or the analytic
+Gaussian of sensitivity 2r at the (ε, δ) left. Z is tiny: with ℓ₂ K-norm noise ‖Z‖
+averages about d·2r/ε₃ (ε₃ = solver_share·ε): for the defaults (share 0.01; tol raised
+to the public floor, about 5e-10 here) about 1e-3 at d = 10, N = 1000, λ = 1e-3, ε = 1,
+R = √2 — against ‖b‖/(Nλ) ≈ 40 for b itself.
 
 The losses' conditions are on φ′: bounded by a, and **c-Lipschitz** (so φ″ ≤ c wherever
 it exists, and the Hessian bound holds in the generalised sense the area formula needs).
 The solver returns only once a *certified* bound on the exact gradient norm — the
 computed gradient plus a term-by-term bound on its rounding error, with pairwise sums
-(:func:`_certified_gradient_norm`) — is at most tol. A solver that cannot certify tol
-(``max_iter`` far below the Newton iterations needed, or rounding error above tol: rows
-far more numerous than the public N, or enormous coefficients) raises
-:class:`ConvergenceError` after b was charged and drawn, with no data-dependent number in
-its message; the failure itself is an observable event outside the guarantee.
+(:func:`_certified_gradient_norm`) — is at most tol.
 
-**Output perturbation** (CMS 2011, Alg. 1) releases θ* + b with θ* = argmin Σℓ + (Nλ/2)‖θ‖².
-N·λ-strong convexity bounds θ*'s sensitivity by kL/(Nλ) (CMS Cor. 8: 2/(nλ) for L = 1);
-the solver is stopped at a certified ‖∇J‖/N ≤ tol, so θ̃ is within tol/λ of θ* and
-the sensitivity charged is kL/(Nλ) + 2·tol/λ. (A solver failure refuses the fit before
-any charge; like the refusal, it is data-dependent and outside the guarantee.)
+**Nothing observable escapes the charge (issue 31): the row count is clipped.** Under
+add/remove n is private, but the certificate's rounding grows with n/N (each of the n
+rows adds its rounding to a sum divided by N): with N = 100 declared, output
+perturbation released at n = 65,536 and raised :class:`ConvergenceError` at 65,537
+(rows at the bound, alternating labels), objective perturbation after its charge at
+28,461 but not 28,460; and ``max_iter = 1`` sufficed for some data sets, not for their
+neighbours. So every row weighs v(n) in Σ v(n)·ℓ (:func:`_row_weight`): v = 1 up to 2N
+rows (the objective above), then slowly less, so that the data term's total weight
+n·v(n)/N never exceeds a public V ≈ 33 whatever n. Three public facts about v carry the
+privacy arguments, for neighbours with n and n + 1 rows:
+(W) v(n + 1) + n·|v(n) − v(n + 1)| ≤ F = 1 + 2⁻⁶ (+ rounding); n·v(n) ≤ V·N; and
+v(n)/v(n + 1) ≤ ρ = 1 + O(1/N) (:func:`_weight_factor`, :func:`_weight_cap`,
+:func:`_weight_ratio`). Since ‖Σ_D ∇ℓᵢ‖ ≤ n·L, (W) bounds how far one added row moves the
+data gradient — its own term plus every other row's change of weight — by F·L: the
+sensitivities above are multiplied by F under add/remove (1.6 % more noise; nothing under
+replace-one, where neighbours share n and so v). With the total weight bounded, the
+certificate's rounding, the minimiser's norm and the curvature are all bounded by public
+quantities, and the solver's tolerance is raised to :func:`_solver_floor`, at which some
+float vector near the minimiser provably passes the certificate. The solver no longer
+gives up after ``max_iter`` iterations (see :func:`_minimise`); an empty data set is
+fitted (zero sums: the regulariser's minimiser plus the noise), with a one-row data
+set's control flow. Labels outside {0, 1} and non-finite values are refused before any
+charge: they are outside the declared domain of a row, over which the guarantee is stated.
+
+Objective perturbation with the weights (k = 1; the proof of CMS Thm 9 with Σ vℓ): b's
+change is (v(n + 1) − v(n))·Σ_D ∇ℓᵢ(θ̂) + v(n + 1)·∇ℓ_z(θ̂), at most F·L in the noise's
+norm by (W) — a combination of fixed rows, so the Gaussian argument (Kifer, Smith &
+Thakurta 2012) holds with μ = F·L/σ. The Jacobians are v·A + ΛI (D) and
+v′(A + φ″xxᵀ) + ΛI (D′, v′ = v(n + 1) ≤ v): the determinant ratio D′/D is at most
+1 + c·R²/Λ as before, and D/D′ at most (v/v′)^d ≤ ρ^d (a new direction, from the weights),
+so d·log ρ is added to ε_J. The pure noises' term costs F·ε′ (for the logistic joint
+bound: (F − 1)·ε′ plus the joint maximum, since e(1 − v′(1 − p)) + log(1 + v′p(1 − p)A)
+is the maximand at p′ = 1 − v′(1 − p) ≥ p or less). A failure that remains possible in
+floating point (:func:`_minimise`) raises :class:`ConvergenceError` after b was charged
+and drawn, with no data-dependent number in its message.
+
+**Output perturbation** (CMS 2011, Alg. 1) releases θ* + b with θ* = argmin Σvℓ + (Nλ/2)‖θ‖².
+N·λ-strong convexity bounds θ*'s sensitivity by F·kL/(Nλ) (CMS Cor. 8: 2/(nλ) for L = 1,
+with (W) for the weights); the solver is stopped at a certified ‖∇J‖/N ≤ tol, so θ̃ is
+within tol/λ of θ* and the sensitivity charged is F·kL/(Nλ) + 2·tol/λ.
 Noise: the ℓ₂ K-norm mechanism, ‖b‖ ~ Gamma(d, Δ/ε) — the ε is in the scale (Hardt &
 Talwar 2010; a common summary drops it) — or Gaussian noise of L2 sensitivity Δ,
 calibrated with the tightest accountant.
@@ -98,7 +130,7 @@ distributions): the releases carry Mironov's 2012 caveat.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -175,7 +207,9 @@ class _Loss:
         kappa = self.width  # Huber regression on the residual
         r = t - y
         inside = np.abs(r) <= kappa
-        value = np.where(inside, r * r / 2, kappa * np.abs(r) - kappa * kappa / 2)
+        near = np.where(inside, r, 0.0)  # squared only where used (a huge label's r²
+        # overflowed: a warning that depended on the data)
+        value = np.where(inside, near * near / 2, kappa * np.abs(r) - kappa * kappa / 2)
         return value, np.clip(r, -kappa, kappa), inside.astype(float)
 
     def change(
@@ -254,6 +288,8 @@ def _tree_sum(values: np.ndarray) -> tuple[np.ndarray, int]:
     is at most γ_h·Σ|terms| (Higham 2002, §4.2) — h ≈ log₂(n), where a library's
     summation order (BLAS, numpy's blocked loops) only guarantees γ_{n−1}.
     """
+    if values.shape[0] == 0:  # the empty data set: exact zero sums
+        return np.zeros(values.shape[1]), 0
     depth = 0
     partial = []
     for start in range(0, values.shape[0], _BLOCK):
@@ -339,19 +375,34 @@ def _minimise(
     Once the computed gradient is below tol/2, :func:`_certified_gradient_norm` bounds
     the *exact* gradient norm, floating-point error included; the solver returns only
     when that bound is ≤ tol (the privacy arguments rest on it) and returns the bound.
-    A solver that cannot certify tol raises :class:`ConvergenceError`, whose message
-    carries no data-dependent number.
+
+    Whether it returns must not depend on the data (issue 31): the estimators pass a
+    ``tol`` at or above :func:`_solver_floor` — a public tolerance that some float vector
+    near the minimiser provably meets, with a certificate whose rounding is publicly
+    bounded — and a row weight (:func:`_row_weight`) that clips the data term's total
+    weight to V·N, so neither depends on n. The iteration count is not a reason to give
+    up: ``max_iter`` is no longer a stopping rule (a count that sufficed for one data set
+    and not for its neighbour decided whether the fit released); the loop stops only on a
+    certificate, a floating-point floor (no descent, or 30 iterations without gaining
+    after a failed certificate) or a hard cap of max(``max_iter``, 100,000) iterations —
+    Newton with backtracking on a ridge-strongly convex objective converges linearly from
+    anywhere, and needs tens of them. Those three remain data-dependent in principle and
+    raise :class:`ConvergenceError`, whose message carries no data-dependent number. The
+    floor guarantees that a certifiable point exists and that the certificate's rounding
+    cannot refuse it; that floating-point Newton always *reaches* it is not proved
+    (it did on every data set tried, including the issue's reproducers).
     """
     d = X.shape[1]
     n = float(X.shape[0]) if size is None else size
     theta = np.zeros(d)
     smooth = loss.c * float(np.einsum("ij,ij->", X, X)) / n + ridge
-    target = tol / 2
 
     def parts(th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         t = X @ th
         value, d1, d2 = loss.derivatives(t, y)
-        g = X.T @ d1 / n + ridge * th + linear
+        # pairwise sums (depth ≤ 64): their rounding, like the certificate's, is bounded
+        # by the public weight cap whatever the row count (a BLAS sum's grows with n)
+        g = _tree_sum(X * d1[:, None])[0] / n + ridge * th + linear
         return t, value, g, d2
 
     def change(
@@ -383,18 +434,19 @@ def _minimise(
         return _certified_gradient_norm(X, y, loss, ridge, linear, th, n)
 
     t, value, g, d2 = parts(theta)
-    patience = max_iter
-    for _ in range(max_iter):
+    target = tol / 2
+    patience = -1  # iterations left after a certificate failed (none yet)
+    for _ in range(max(max_iter, _HARD_CAP)):
         norm = float(np.linalg.norm(g))
-        patience -= 1
         if norm <= target:
             bound = certified(theta)
             if bound <= tol:
                 return theta, bound
             target = norm / 2  # rounding hid part of the gradient: go further,
-            patience = min(patience, 30)  # while the iteration still gains
-        if patience < 0:
+            patience = 30 if patience < 0 else patience  # while the iteration still gains
+        if patience == 0:
             break
+        patience -= 1 if patience > 0 else 0
         H = (X.T * (d2 / n)) @ X + ridge * np.eye(d)
         try:
             step = linalg.cho_solve(linalg.cho_factor(H), g)
@@ -414,29 +466,127 @@ def _minimise(
         else:
             candidate = theta - g / smooth
             tc, vc, gc, d2c = parts(candidate)
-            if change(theta, t, value, candidate, tc, vc)[0] > 0:  # no descent: float floor
-                break
+            delta, magnitude = change(theta, t, value, candidate, tc, vc)
+            flat = abs(delta) <= 1e-13 * magnitude
+            if delta > 0 and not (flat and float(np.linalg.norm(gc)) < norm):
+                break  # no descent, even judged by ‖g‖: the floating-point floor
         theta, t, value, g, d2 = candidate, tc, vc, gc, d2c
     if float(np.linalg.norm(g)) <= tol / 2:
         bound = certified(theta)
         if bound <= tol:
             return theta, bound
     raise ConvergenceError(
-        f"the solver could not certify its gradient tolerance tol = {tol:g} within "
-        f"max_iter = {max_iter} iterations; raise `tol` (or `max_iter`), or a larger "
-        "`l2_regularization`."
+        f"the solver could not certify its gradient tolerance tol = {tol:g}; raise `tol` "
+        "or `l2_regularization`."
     )
 
 
 def _tolerance(tol: float, scale: float) -> float:
-    """The solver tolerance used: ``tol``, or 1e-12 of the gradient's public scale if more.
+    """``tol``, or 1e-12 of the gradient's public scale if more.
 
     ``scale`` bounds the terms the gradient sums (a·R plus the expected ‖b‖/N), from
-    public quantities only: the floor keeps the stopping rule far above the rounding
-    error of the computed gradient (about 1e-16 of ``scale``), so reaching it never
-    depends on the data beyond the Newton iteration count.
+    public quantities only; the estimators also apply :func:`_solver_floor`.
     """
     return max(tol, 1e-12 * scale)
+
+
+#: The row-count clip: rows up to _ROW_SLACK·N weigh 1/N each; beyond, the weight per row
+#: falls so that one row added or removed moves the data gradient by at most (1 + η)·L/N.
+_ETA = 2.0**-6
+_ROW_SLACK = 2.0
+#: The most rows a numpy array can hold (its index type): a public bound on n.
+_MAX_ROWS = 2.0**63
+#: Iterations at most, whatever ``max_iter`` says (never reached: see :func:`_minimise`).
+_HARD_CAP = 100_000
+
+
+def _row_weight(rows: int, size: float) -> float:
+    """v(n): the weight of each of n rows in Σ v·ℓ, from the public N and the count.
+
+    v = 1 up to M = _ROW_SLACK·N rows; then the line 1 + η − η·n/M down to
+    n₁ = M(1 + η)/(2η) (where it touches the hyperbola), then W/n with W = n₁(1 + η)/2.
+    v is convex and non-increasing, so for every n (Chaudhuri, Monteleoni & Sarwate
+    2011, the proof of Cor. 8, with ‖Σ_D ∇ℓ‖ ≤ n·L):
+
+        v(n + 1) + n·(v(n) − v(n + 1)) ≤ v(n) + n·|v′(n⁺)| ≤ 1 + η      (W)
+
+    (1 + 0 below M; 1 + η on the line; 2W/n ≤ 2W/n₁ = 1 + η on the hyperbola), the
+    total weight n·v(n) is at most W = M(1 + η)²/(4η) (:func:`_weight_cap`), and
+    v(n)/v(n + 1) ≤ 1 + 2η/((1 + η)·M) (:func:`_weight_ratio`). The count n is private
+    under add/remove; only these three public consequences enter the privacy arguments,
+    and the weight bounds every quantity the solver's certificate depends on.
+    """
+    m = _ROW_SLACK * size
+    if rows <= m:
+        return 1.0
+    knee = m * (1 + _ETA) / (2 * _ETA)
+    if rows <= knee:
+        return 1 + _ETA - _ETA * rows / m
+    return knee * (1 + _ETA) / 2 / rows
+
+
+def _weight_cap() -> float:
+    """V = W/N ≥ n·v(n)/N for every n and N: the public bound on the data term's weight."""
+    return round_up(_ROW_SLACK * (1 + _ETA) ** 2 / (4 * _ETA) * (1 + 1e-12))
+
+
+def _weight_factor(size: float) -> float:
+    """F ≥ v(n + 1) + n·|v(n) − v(n + 1)| for the weights actually used (floats).
+
+    (W) gives 1 + η for the exact v; the weights used, N/fl(N/fl(v)), are within 5u of v
+    each, and n·5u·(v(n) + v(n + 1)) ≤ 10u·(W + 1): F = 1 + η + 10u·(W + 1), rounded up.
+    """
+    return round_up(1 + _ETA + 10 * _UNIT * (_weight_cap() * size + 1))
+
+
+def _weight_ratio(size: float) -> float:
+    """A bound log ρ ≥ log(v(n)/v(n + 1)) for every n (the floats' 8u included), rounded up."""
+    return round_up(math.log1p(2 * _ETA / ((1 + _ETA) * _ROW_SLACK * size) + 16 * _UNIT))
+
+
+def _solver_floor(
+    loss: _Loss, radius: float, dimension: int, ridge: float, linear_norm: float
+) -> float:
+    """The smallest solver tolerance that every data set can be certified to.
+
+    From public quantities only: a, c (the loss), R, d, the ridge (λ + Δ), the data
+    term's weight cap V (:func:`_weight_cap`, which clips n/N) and a bound on ‖b‖/N.
+    At any θ with ‖θ‖ ≤ Θ := (V·a·R + ‖b‖/N)/ridge — which holds at the exact minimiser
+    (ridge-strong convexity: ‖θ*‖ ≤ ‖∇J(0)‖/ridge); for the classification losses, where
+    0 ≤ φ and φ(0; y) ≤ φ₀ (log 2, or the Huber SVM's max(1, (1 + h)²/(4h))),
+    also (ridge/2)‖θ*‖² − ‖b‖/N·‖θ*‖ ≤ J(θ*) ≤ J(0) ≤ V·φ₀, and Θ is the smaller
+    bound — each term of
+    :func:`_certified_gradient_norm`'s rounding bound is at most its public worst case
+    (rows ‖x‖ ≤ R, |φ′| ≤ a, φ″ ≤ c, pairwise sums of depth ≤ 64 because n < 2⁶³):
+
+        E = u·[(γ₆₆/u + 4)·V·a·R + V·R·(c·(d + 2)·R·Θ + 8a + 2c(1 + h + R·Θ))
+               + 4·ridge·Θ + 3‖b‖/N]·1.02
+
+    The float vector θ_f nearest θ* has ‖θ_f − θ*‖ ≤ u·Θ, so its exact gradient is at
+    most β·u·Θ (β = V·c·R² + ridge, the gradient's Lipschitz constant) and its computed
+    one at most β·u·Θ + E. With tol ≥ 4(β·u·Θ + E) there is therefore a float vector
+    whose computed gradient is ≤ tol/2 and whose certificate, (‖ĝ‖ + E)(1 + 10⁻⁶), is
+    ≤ tol: the certificate's rounding never decides the outcome, whatever n.
+    """
+    v = _weight_cap()
+    a, c, r = loss.a, loss.c, radius
+    theta = (v * a * r + linear_norm) / ridge
+    width = loss.width if loss.name == "huber_svm" else 0.0
+    if loss.name in ("logistic", "huber_svm"):  # φ ≥ 0 with φ(0; y) ≤ φ₀: J(θ*) ≤ J(0)
+        phi0 = (
+            math.log(2.0) if loss.name == "logistic" else max(1.0, (1 + width) ** 2 / (4 * width))
+        )
+        theta = min(theta, (linear_norm + math.sqrt(linear_norm**2 + 2 * ridge * v * phi0)) / ridge)
+    theta *= 1 + 1e-6
+    terms = (
+        (_gamma(66) / _UNIT + 4) * v * a * r
+        + v * r * (c * (dimension + 2) * r * theta + 8 * a + 2 * c * (1 + width + r * theta))
+        + 4 * ridge * theta
+        + 3 * linear_norm
+    )
+    error = _UNIT * terms * 1.02
+    beta = v * c * r * r + ridge
+    return round_up(4 * (beta * _UNIT * theta + error))
 
 
 # -- the privacy arithmetic ---------------------------------------------------------------
@@ -883,6 +1033,26 @@ def _clip_l1(Xs: np.ndarray, limit: float) -> None:
     _shrink_rows(Xs, limit, "l1")
 
 
+def _rows(X: Any) -> Any:
+    """``X`` as :func:`_data.as_design` checks it, except that zero rows are accepted.
+
+    Under add/remove the empty data set is a neighbour of every one-row data set, so it
+    must give the same control flow: it is fitted from zero statistics (the minimiser of
+    the regulariser and the noise alone). Its columns must still be declared, (0, d).
+    """
+    shape = getattr(X, "shape", None)
+    if shape is None or len(shape) != 2 or shape[0] != 0 or _data.is_dask(X):
+        return _data.as_design(X)
+    try:
+        raw = np.asarray(X)
+        array = None if np.iscomplexobj(raw) else raw.astype(float)
+    except (TypeError, ValueError):
+        array = None
+    if array is None or shape[1] == 0:
+        return _data.as_design(X)  # its own message: not numeric, or no columns
+    return array
+
+
 class _ERM(PrivateEstimator):
     """Rows, loss and solver shared by objective and output perturbation."""
 
@@ -948,7 +1118,7 @@ class _ERM(PrivateEstimator):
         rounding error of the computed ℓ₁ norms.
         """
         bound, s = self._geometry()
-        Xd = _data.as_design(X)
+        Xd = _rows(X)
         if _data.is_dask(Xd):
             raise InvalidArgumentError(
                 f"{type(self).__name__} takes in-memory data (numpy/pandas): the solver "
@@ -956,6 +1126,9 @@ class _ERM(PrivateEstimator):
             )
         yd = np.asarray(_data.as_target(y, Xd.shape[0]), dtype=float)
         if self.classifier:
+            # the declared domain of a row, checked like X's finiteness: a y outside {0, 1}
+            # is not a data set this estimator is defined on (its guarantee is over
+            # neighbours within the domain), and the refusal comes before any charge
             if not np.all((yd == 0) | (yd == 1)):
                 raise InvalidArgumentError("`y` must hold the labels 0 and 1.")
             yd = 2.0 * yd - 1.0
@@ -993,8 +1166,21 @@ class _ERM(PrivateEstimator):
                     "under add/remove the row count is private: declare `data_size`, a public "
                     "number of rows that normalises the objective. Found None."
                 )
+            if rows == 0:  # n is public under replace-one (neighbours share it)
+                raise InvalidArgumentError(
+                    "`X` has no rows, and without `data_size` the objective is normalised "
+                    "by the row count: declare `data_size`. Found 0 rows."
+                )
             return float(rows)  # replace-one: neighbours share the size
         return _finite_positive("data_size", self.data_size)
+
+    def _weighted_size(self, rows: int, size: float) -> float:
+        """N/v(n): the data term's normaliser, so that it weighs each row v(n)/N."""
+        return size / _row_weight(rows, size)
+
+    def _row_factor(self, adjacency: str, size: float) -> float:
+        """F of :func:`_weight_factor` under add/remove; 1 under replace-one (n shared)."""
+        return _weight_factor(size) if adjacency == ev.ADD_REMOVE else 1.0
 
     def _solver(self) -> tuple[float, int]:
         tol = _finite_positive("tol", self.tol)
@@ -1051,6 +1237,14 @@ class _Objective(_ERM):
         whatever the data and b; Z is noise for an L2 shift of 2r, charged with the
         objective perturbation (the approximate-minima perturbation of Iyengar et al.
         2019; proof in the module docstring).
+
+        Under add/remove the rows weigh v(n) (the row-count clip, module docstring):
+        the plan is calibrated for (ε(1 − share) − d·log ρ)/F with the pure noises (and
+        charged ε_plan + (F − 1)·ε′ + d·log ρ ≤ ε(1 − share)), or for
+        ε(1 − share) − d·log ρ with a Gaussian b sized for the row gradient F·a·R (and
+        charged ε_plan + d·log ρ). The solver's tolerance is at least
+        :func:`_solver_floor` for ‖b‖ ≤ 64·(its scale)·(d, or √d for Gaussian b);
+        beyond (probability below 1e-25) the certificate may fail, after the charge.
         """
         self._budget()
         variant = self._variant()
@@ -1068,11 +1262,22 @@ class _Objective(_ERM):
                     "e.g. `huber_threshold`; R from `x_bound`, `x_l1_bound` and "
                     "`intercept_scaling`) overflows floating point: rescale."
                 )
+        d = Xs.shape[1]
+        rows = Xs.shape[0]  # private under add/remove: enters only through v(n)
+        factor = self._row_factor(adjacency, size)  # F: (W) of _row_weight
+        reverse = round_up(d * _weight_ratio(size)) if adjacency == ev.ADD_REMOVE else 0.0
+        budget = epsilon * (1 - share) - reverse
+        pure = noise in PURE_NOISES
+        if not budget > 0:
+            raise InvalidArgumentError(
+                f"epsilon={epsilon!r} leaves nothing for the noise after the row-count clip's "
+                f"Jacobian term d·log ρ = {reverse!r}: raise epsilon or `data_size`."
+            )
         plan = objective_perturbation_plan(
-            epsilon=epsilon * (1 - share),
+            epsilon=budget / factor if pure else budget,
             delta=delta * (1 - share),
             noise=noise,
-            lipschitz=loss.a * radius,
+            lipschitz=loss.a * radius * (1.0 if pure else factor),
             curvature=loss.c * radius * radius,
             size=size,
             regularization=lam,
@@ -1082,12 +1287,21 @@ class _Objective(_ERM):
             jacobian_share=self._jacobian_share(),
             l1_lipschitz=None if radius_l1 is None else loss.a * radius_l1,
         )
-        d = Xs.shape[1]
+        # the row-count clip's cost (the proof is _Objective.fit's): (F − 1)·ε′ on the
+        # noise term (pure noises; a Gaussian b was sized for F·L) and d·log ρ
+        extra = (factor - 1) * plan.epsilon_noise if pure else 0.0
+        charged = sum_up(plan.epsilon, round_up(extra), reverse)
+        plan = replace(plan, epsilon=charged, epsilon_jacobian=charged - plan.epsilon_noise)
         ridge = lam + plan.extra_regularization
         spread = {"laplace": d, "l1_laplace": math.sqrt(2 * d), "gaussian": math.sqrt(d)}
         mean_b = plan.scale * spread[plan.noise]  # about E‖b‖
-        solver_tol = _tolerance(tol, loss.a * radius + mean_b / size)
+        b_bound = 64 * plan.scale * (math.sqrt(d) if plan.noise == "gaussian" else d)
+        solver_tol = max(
+            _tolerance(tol, loss.a * radius + mean_b / size),
+            _solver_floor(loss, radius, d, ridge, b_bound / size),
+        )
         shift = div_up(2 * solver_tol, ridge)  # ‖θ̃(D) − θ̂(D)‖ + ‖θ̃(D′) − θ̂(D′)‖
+        weighted = self._weighted_size(rows, size)
         perturbation = _ObjectiveNoise(plan, d)
         approximation: Any
         rest = (epsilon - plan.epsilon) * (1 - 1e-9)  # plan.epsilon ≤ (1 − share)·ε
@@ -1105,7 +1319,7 @@ class _Objective(_ERM):
         def minimiser(outputs: list[Any]) -> np.ndarray:
             b = np.asarray(outputs[0], dtype=float)
             try:
-                theta, _ = _minimise(Xs, ys, loss, ridge, b / size, solver_tol, max_iter, size)
+                theta, _ = _minimise(Xs, ys, loss, ridge, b / size, solver_tol, max_iter, weighted)
             except ConvergenceError as error:
                 raise ConvergenceError(
                     f"{error} The perturbation b was already charged and drawn "
@@ -1132,7 +1346,12 @@ class _Output(_ERM):
     noises = ("laplace", "gaussian")  # θ*'s sensitivity is an ℓ₂ bound: no ℓ₁ noise
 
     def fit(self, X: Any, y: Any) -> Any:
-        """Solve to ``tol`` (checked, before any charge), then release θ̃ + noise."""
+        """Solve to ``tol`` (checked, before any charge), then release θ̃ + noise.
+
+        The rows weigh v(n) (the row-count clip): the sensitivity charged is
+        F·k·a·R/(Nλ) + 2·tol/λ (F = 1 under replace-one), and ``tol`` is at least
+        :func:`_solver_floor`, which every data set can be certified to.
+        """
         self._budget()
         variant = self._variant()
         adjacency = self._adjacency()
@@ -1142,11 +1361,12 @@ class _Output(_ERM):
         epsilon, delta = self._budget()
         Xs, ys, size, radius, _ = self._design(X, y)
         d = Xs.shape[1]
-        solver_tol = _tolerance(tol, loss.a * radius)
-        sensitivity = sum_up(
-            div_up(_k(adjacency) * loss.a * radius, size * lam), div_up(2 * solver_tol, lam)
-        )
-        theta, _ = _minimise(Xs, ys, loss, lam, np.zeros(d), solver_tol, max_iter, size)
+        solver_tol = max(_tolerance(tol, loss.a * radius), _solver_floor(loss, radius, d, lam, 0.0))
+        factor = self._row_factor(adjacency, size)  # F: (W) of _row_weight
+        main = div_up(round_up(factor * _k(adjacency) * loss.a * radius), size * lam)
+        sensitivity = sum_up(main, div_up(2 * solver_tol, lam))
+        weighted = self._weighted_size(Xs.shape[0], size)
+        theta, _ = _minimise(Xs, ys, loss, lam, np.zeros(d), solver_tol, max_iter, weighted)
         if noise == "laplace":
             mechanism: Any = KNorm(epsilon, sensitivity, norm="l2", dimension=d)
         else:
@@ -1178,10 +1398,14 @@ _COMMON_ARGS = """epsilon: The ε this fit must meet.
         noise: "laplace" (ℓ₂-Laplace: pure ε-DP) or "gaussian" ((ε, δ)-DP); objective
             perturbation also takes "l1_laplace" (pure ε-DP, with ``x_l1_bound``).
         data_size: The public N (required under add/remove; the data's size otherwise).
-        tol: Gradient-norm tolerance of the solver, ‖∇J‖/N ≤ tol (floored at 1e-12 of
-            the gradient's public scale; the value used is ``solver_tol_``).
-        max_iter: Newton iterations at most (far more than needed: a failure is an
-            observable event outside the guarantee).
+            Rows beyond 2N weigh less, so that the data term never weighs more than
+            about 33N rows (the row-count clip: a private n never decides the outcome).
+        tol: Gradient-norm tolerance of the solver, ‖∇J‖/N ≤ tol (floored by public
+            quantities so that every data set can be certified to it; the value used is
+            ``solver_tol_``).
+        max_iter: Kept for compatibility: the solver iterates until its certificate
+            holds (at most max(max_iter, 100,000) iterations), because a count that
+            sufficed for one data set and not for its neighbour decided the outcome.
         variant: "calibrated" (default) or "published" (the paper's constants, charged
             at their true cost).
         ledger: A shared ledger to draw on, or None for a per-fit planned ledger.

@@ -350,7 +350,7 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
         adjacency = self._adjacency()
         variant = self._variant()
         method = self._check_method()
-        ledger = self._shared_ledger()
+        ledger = self._fit_ledger()
         if method != "original" and delta == 0:
             raise InvalidArgumentError(
                 f"method={method!r} adds Gaussian noise: `delta` must be > 0."
@@ -459,7 +459,8 @@ class FMLinearRegression(_FunctionalMechanism):
         row_norm: "clip" (default) or "unit" (every row scaled to norm ``x_bound``).
         budget_split: Shares of μ² for (C₁, C₂) in calibrated Gaussian FM.
         variant: "calibrated" or "published".
-        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
+            with every copy (a second fit, or a clone's, is refused).
         safe_noise: Exact discrete noise (default) or floating-point noise.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
 
@@ -523,7 +524,8 @@ class FMLogisticRegression(
         row_norm: "clip" (default) or "unit".
         budget_split: Shares of μ² for (C₁, C₂) in calibrated Gaussian FM.
         variant: "calibrated" or "published".
-        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
+            with every copy (a second fit, or a clone's, is refused).
         safe_noise: Exact discrete noise (default) or floating-point noise.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
     """

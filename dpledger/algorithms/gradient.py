@@ -168,7 +168,7 @@ class _NoisyGD(_SufficientStatisticsRegression):
     def _fit_gd(self, X: Any, y: Any) -> np.ndarray:
         self._budget()
         adjacency = self._adjacency()
-        ledger = self._shared_ledger()
+        ledger = self._fit_ledger()
         rate_eta = check_positive("learning_rate", self.learning_rate)
         alpha = check_nonnegative("alpha", self.alpha)
         if not rate_eta * alpha < 2.0:
@@ -191,6 +191,12 @@ class _NoisyGD(_SufficientStatisticsRegression):
                     "(approximate) number of rows, to scale the steps. Found None."
                 )
             size = float(Xd.shape[0])  # replace-one: neighbours share the size
+            if size == 0:  # public under replace-one (every neighbour has no rows too)
+                raise InvalidArgumentError(
+                    "`X` has no rows: under replace-one the steps are scaled by the (public) "
+                    "row count, and 0 rows leave no scale; declare `data_size`. Found 0 rows "
+                    "and data_size=None."
+                )
         else:
             size = float(check_positive("data_size", self.data_size))
         transform = (
@@ -244,7 +250,8 @@ class NoisyGD(_NoisyGD):
         alpha: Ridge penalty (data-independent).
         fit_intercept: Fit an intercept (a public constant column).
         row_norm: "clip" (default) or "unit".
-        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
+            with every copy (a second fit, or a clone's, is refused).
         safe_noise: Exact discrete noise (default; full batches only) or floating-point.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
     """
@@ -299,7 +306,8 @@ class NoisyGDClassifier(BinaryClassifierOutputs, ClassifierMixin, _NoisyGD):  # 
         alpha: Ridge penalty (data-independent).
         fit_intercept: Fit an intercept (a public constant column).
         row_norm: "clip" (default) or "unit".
-        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
+            with every copy (a second fit, or a clone's, is refused).
         safe_noise: Exact discrete noise (default; full batches only) or floating-point.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
     """

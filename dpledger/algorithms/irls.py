@@ -60,9 +60,13 @@ from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, Laplace
 from dpledger.mechanisms.matrix import Wishart
 
-__all__ = ["LOSSES", "PrivateIRLS"]
+__all__ = ["LOSSES", "MAX_ROWS", "PrivateIRLS"]
 
 LOSSES = ("lad", "logistic", "poisson")
+
+#: A public bound on the number of rows (int64 indexing), for range checks that must not
+#: read the private count.
+MAX_ROWS = 2.0**63
 
 
 class PrivateIRLS(_SufficientStatisticsRegression):
@@ -82,7 +86,8 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         fit_intercept: Fit an intercept (a public constant column).
         row_norm: "clip" (default) or "unit" (every row scaled to norm ``x_bound``).
         variant: "calibrated" or "published".
-        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
+            with every copy (a second fit, or a clone's, is refused).
         safe_noise: Exact discrete noise (default) or floating-point noise.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
 
@@ -273,7 +278,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         epsilon, delta = self._budget()
         self._adjacency()
         variant = self._variant()
-        ledger = self._shared_ledger()
+        ledger = self._fit_ledger()
         _, _, iterations, _ = self._check_options(delta, variant)
         Xd = _data.as_design(X)
         yd = _data.as_target(y, None if _data.is_dask(Xd) else Xd.shape[0])
@@ -294,10 +299,13 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         theta = np.zeros(d)
         stats = _data.sufficient_statistics(Xd, yd, transform, self._moments(theta))
         # every iteration's statistics are bounded by n·(row bounds) whatever θ is: check
-        # that the noise grid can hold such values before the first release
+        # that the noise grid can hold such values before the first release — for the
+        # public bound MAX_ROWS on n, not n itself (under add/remove n is private, and a
+        # refusal that depended on it would publish it unpaid)
         w, r, _ = self._bounds(d)
-        count = _count_rows(Xd)
-        for m, bound in zip(mechanisms[:2], (r * count, math.sqrt(2) * w * count), strict=True):
+        for m, bound in zip(
+            mechanisms[:2], (r * MAX_ROWS, math.sqrt(2) * w * MAX_ROWS), strict=True
+        ):
             if not isinstance(m, Wishart):
                 m.validate(np.full(m.dimension, bound))
         # check the whole schedule before the first release (nothing drawn if refused)
@@ -356,18 +364,6 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         if self.loss == "poisson":
             return np.asarray(np.exp(np.minimum(eta, 700.0)))
         return eta
-
-
-def _count_rows(X: Any) -> int:
-    """The number of rows (used only to check the noise grid's range, never released)."""
-    if _data.is_dask(X):
-        rows = X.shape[0]
-        if isinstance(rows, (int, np.integer)) and not (
-            isinstance(rows, float) and math.isnan(rows)
-        ):
-            return int(rows)
-        return len(X)
-    return int(X.shape[0])
 
 
 __dir__ = namespace(__all__)

@@ -53,7 +53,7 @@ channel, not an output).
 Quantile regression has no exact sampler for d > 1: it is sampled by random-walk
 Metropolis (:func:`metropolis`), whose output is only approximately distributed as the
 mechanism's density. **The ε guarantee holds for exact sampling only**; the ledger label
-says so. With ``diagnostics=True``, ``mcmc_diagnostics_`` (acceptance, effective sample size, split R̂) are
+says so. ``mcmc_diagnostics_`` (acceptance, effective sample size, split R̂) are
 computed from every chain's draws, so they are functions of the data *not* covered by the
 guarantee: they are for the data holder, never for release, and exist only with
 ``diagnostics=True``.
@@ -218,7 +218,7 @@ def quantile_loss_range(tau: float, b: float, y_bound: float, theta_bound: float
 
 
 def _stop_probability(max_proposals: int) -> float:
-    """s = 1/(1 + max_proposals): the public per-proposal stopping probability."""
+    """S = 1/(1 + max_proposals): the public per-proposal stopping probability."""
     return 1.0 / (1.0 + float(max_proposals))
 
 

@@ -364,7 +364,8 @@ class ADASSP(_SufficientStatisticsRegression):
         rho: Failure probability of the eigenvalue and conditioning bounds, in (0, 1).
         budget_split: Shares of μ² for (λ_min, X̃ᵀX̃, X̃ᵀỹ) in the calibrated variant.
         variant: "calibrated" or "published".
-        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
+            with every copy (a second fit, or a clone's, is refused).
         safe_noise: Exact discrete noise on a fine grid (default; charged as the
             discrete Gaussian it is) or floating-point Gaussian noise (charged exactly as
             a Gaussian; vulnerable to floating-point attacks — reproduction only).
@@ -420,7 +421,7 @@ class ADASSP(_SufficientStatisticsRegression):
             raise InvalidArgumentError("ADASSP releases Gaussian noise: `delta` must be > 0.")
         adjacency = self._adjacency()
         variant = self._variant()
-        ledger = self._shared_ledger()
+        ledger = self._fit_ledger()
         rho = check_probability("rho", self.rho, low_open=True, high_open=True)
         split = self._split()
         stats, features = self._statistics(X, y)
@@ -517,7 +518,8 @@ class SSP(_SufficientStatisticsRegression):
         row_norm: "clip" (rows beyond ``x_bound`` clipped to it; the default) or "unit"
             (every row scaled to norm ``x_bound``: Wang's per-row normalisation).
         variant: "calibrated" or "published".
-        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
+            with every copy (a second fit, or a clone's, is refused).
         safe_noise: Exact discrete noise (default) or floating-point Gaussian noise.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
     """
@@ -546,7 +548,7 @@ class SSP(_SufficientStatisticsRegression):
             raise InvalidArgumentError("SSP releases Gaussian noise: `delta` must be > 0.")
         adjacency = self._adjacency()
         variant = self._variant()
-        ledger = self._shared_ledger()
+        ledger = self._fit_ledger()
         stats, features = self._statistics(X, y)
         exact = stats.exact
         d = stats.gram.shape[0]

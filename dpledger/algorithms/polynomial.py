@@ -343,7 +343,8 @@ class FMPolynomialRegression(_FunctionalMechanism):
         fit_intercept: Fit an intercept (a public constant column).
         row_norm: "clip" (default) or "unit".
         budget_split: Shares of μ² for (C₁, C₂).
-        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
+            with every copy (a second fit, or a clone's, is refused).
         safe_noise: Exact discrete noise (default) or floating-point noise.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
 

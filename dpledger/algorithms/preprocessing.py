@@ -65,7 +65,8 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
         bounds: Declared (lo, hi) per feature — a pair for all features, or a sequence of
             pairs; values outside are clipped. Never estimated from the data.
         adjacency: "add_remove" or "replace_one" (declared).
-        ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
+        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
+            with every copy (a second fit, or a clone's, is refused).
         safe_noise: Exact discrete noise (default) or floating-point noise.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
 
@@ -129,7 +130,7 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
                 "PrivateStandardScaler releases Gaussian noise: `delta` must be > 0."
             )
         adjacency = self._adjacency()
-        ledger = self._shared_ledger()
+        ledger = self._fit_ledger()
         Xd = _data.as_design(X)
         features = int(Xd.shape[1])
         lo, hi = self._feature_bounds(features)

@@ -423,7 +423,9 @@ def estimate_epsilon(
     if exceptions and a.shape[1] != b.shape[1] and min(a.shape[1], b.shape[1]) == 1:
         # one side always raised: its values are all missing
         width = max(a.shape[1], b.shape[1])
-        a, b = (np.pad(x, ((0, 0), (0, width - x.shape[1])), constant_values=np.nan) for x in (a, b))
+        a, b = (
+            np.pad(x, ((0, 0), (0, width - x.shape[1])), constant_values=np.nan) for x in (a, b)
+        )
     if a.shape[1] != b.shape[1]:
         raise InvalidArgumentError(
             f"the outputs on the two inputs have different lengths ({a.shape[1]} and {b.shape[1]})."
