@@ -13,7 +13,10 @@ Example:
 
 from __future__ import annotations
 
-from dpledger import accountant, algorithms, audit, calibrate, mechanisms
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from dpledger import accountant, audit, calibrate, mechanisms
 from dpledger._public import namespace
 from dpledger.accountant import events
 from dpledger.errors import (
@@ -47,6 +50,22 @@ __all__ = [
     "events",
     "mechanisms",
 ]
+
+if TYPE_CHECKING:
+    from dpledger import algorithms
+
+
+def __getattr__(name: str) -> Any:
+    """``dpledger.algorithms``, imported on first use (PEP 562).
+
+    It brings in scikit-learn, which the accountant, calibration, ledger and audit never need.
+    """
+    if name == "algorithms":
+        module = importlib.import_module("dpledger.algorithms")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'dpledger' has no attribute {name!r}")
+
 
 __dir__ = namespace(
     __all__, "accountant", "algorithms", "audit", "calibrate", "errors", "ledger", "mechanisms"

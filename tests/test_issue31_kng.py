@@ -285,3 +285,82 @@ def test_the_mcmc_work_cap_never_reads_n_under_add_remove(cls, monkeypatch):
         outcomes.append([r.event for r in ledger.receipts])
     assert outcomes[0] == outcomes[1] == [dpl.events.BoundedRange(1.0)]
     assert calls == [2, 2]
+
+
+# -- review (helper-3): the samplers at the edges of the declared float range ------------
+
+
+def _fits(cls, X, y, runs, **kw):
+    """(failures, released θ in units of r) over `runs` seeded fits."""
+    failures, units = 0, []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in range(runs):
+            model = cls(adjacency="add_remove", fit_intercept=False, rng=seed, **kw)
+            try:
+                model.fit(X, y)
+            except SamplingError:
+                failures += 1
+                continue
+            units.append(float(np.linalg.norm(model.theta_ / kw["theta_bound"])))
+    return failures, units
+
+
+def test_the_exponential_tilt_never_overflows_at_a_tiny_theta():
+    """r = 1e-160: ελ/Δ overflowed to inf and the neighbour with one more row rejected
+    every proposal (P(fail) 1 against 0.44: an infinite loss). The coin is now taken in
+    units of r; both sides fail about as often as their exact laws say (0.436, 0.425)."""
+    kw = dict(epsilon=1.0, x_bound=1.0, y_bound=2e-154, theta_bound=1e-160)
+    first = _fits(ExponentialLinearRegression, np.ones((1, 1)), np.zeros(1), 200, **kw)
+    second = _fits(ExponentialLinearRegression, np.ones((2, 1)), np.array([0.0, 2e-154]), 200, **kw)
+    for failures, units in (first, second):
+        assert 50 < failures < 130
+        assert max(units) <= 1.0
+
+
+def test_kng_never_releases_theta_outside_a_tiny_theta():
+    """θ ≈ 1e-200 against r = 1e-210: ‖θ‖₂ underflowed to 0 and passed the test."""
+    X, y = np.ones((20, 1)), np.full(20, 1e-200)
+    kw = dict(epsilon=1.0, x_bound=1.0, y_bound=1e-200, theta_bound=1e-210)
+    _, units = _fits(KNGLinearRegression, X, y, 20, **kw)
+    assert all(u <= 1.0 for u in units)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        # 2⁵³·b·C/r beyond 2¹⁰⁰⁰: λ overflowed for some data sets (certain failure on D′)
+        (dict(epsilon=1.0, x_bound=1e18, y_bound=1e20, theta_bound=2.0**-900), "too far apart"),
+        # auto ridge = b²/(e^{ε/2} − 1) = inf: charged, then raised inside the release
+        (
+            dict(epsilon=1e-200, x_bound=2.0**200, y_bound=2.0**-900, theta_bound=2.0**-900),
+            "ridge|sensitivity",  # the exponential mechanism's Δ_ℓ underflows first
+        ),
+        # (C + br)² overflowed with a raw OverflowError
+        (dict(epsilon=1.0, x_bound=1e100, y_bound=1.0, theta_bound=1e100), "sensitivity"),
+    ],
+)
+@pytest.mark.parametrize("cls", [KNGLinearRegression, ExponentialLinearRegression])
+def test_bounds_the_sampler_cannot_hold_are_refused_before_the_charge(cls, kw, match):
+    if match == "sensitivity" and cls is KNGLinearRegression:
+        kw = {**kw, "x_bound": 1e200}  # KNG's Δ = 2b(br + C) is finite at 1e100
+    ledger = dpl.Ledger(1e300, 0.0)
+    model = cls(adjacency="add_remove", fit_intercept=False, ledger=ledger, rng=0, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(dpl.InvalidArgumentError, match=match):
+            model.fit(np.ones((3, 1)), np.zeros(3))
+    assert ledger.receipts == ()
+
+
+@pytest.mark.parametrize("cls", [KNGLinearRegression, ExponentialLinearRegression])
+def test_a_huge_epsilon_takes_the_ridge_floor_without_overflow(cls):
+    """math.expm1(ε/2) raised OverflowError beyond ε ≈ 1420 with ridge='auto'."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = cls(
+            epsilon=1e4, x_bound=1.0, y_bound=1.0, theta_bound=1.0, adjacency="add_remove",
+            fit_intercept=False, rng=0,
+        ).fit(np.ones((5, 1)), np.full(5, 0.5))  # fmt: skip
+    assert model.ridge_ == pytest.approx(2.0**-60)
+    assert model.sampler_epsilon_ == 1e4

@@ -14,8 +14,9 @@ interval of width ≤ ε, so the release is ε-bounded-range (Durfee & Rogers 20
 **The exponential mechanism** with utility −ℓₙ(θ; D) releases θ with density
 ∝ exp(−εℓₙ(θ; D)/(2Δ_ℓ)), Δ_ℓ = sup over θ ∈ Θ and neighbours of |ℓₙ(θ; D) − ℓₙ(θ; D′)|:
 ε-bounded-range by the same argument, charged the same. (Under add/remove the loss is
-monotone — adding a row only adds a non-negative term — so this release is in fact
-ε/2-bounded-range; the ε charged is an upper bound.) KNG adds O_p(1/n) noise to the
+monotone — adding a row only adds a non-negative term — so the exactly truncated density
+alone would be ε/2-bounded-range; with the sampler's failure as an output it is not, see
+:func:`sampler_epsilon`.) KNG adds O_p(1/n) noise to the
 minimiser, the exponential mechanism O_p(1/√n) (Reimherr & Awan; ``examples/kng_rates.py``
 measures both slopes).
 
@@ -191,7 +192,8 @@ def squared_loss_range(b: float, y_bound: float, theta_bound: float) -> float:
     [−(C + br)², (C + br)²] because both are ≥ 0. Tight for both (one row with residual
     C + br against one with residual 0). The ridge is the same for neighbours.
     """
-    return (y_bound + b * theta_bound) ** 2
+    reach = y_bound + b * theta_bound
+    return reach * reach  # inf beyond the float range (refused by the caller), never a raise
 
 
 def quantile_loss_range(tau: float, b: float, y_bound: float, theta_bound: float) -> float:
@@ -248,7 +250,8 @@ def _first_inside(
         size = min(batch, budget - used)
         thetas = propose(size)
         d = thetas.shape[1] if thetas.ndim == 2 else 1
-        inside = np.linalg.norm(thetas, axis=1) <= radius
+        # in units of r: squares of θ near a tiny r would underflow to 0 and pass
+        inside = np.linalg.norm(thetas / radius, axis=1) <= 1.0
         if accept is not None:
             coins = rng.random(size)
             kept = np.zeros(size, dtype=bool)
@@ -332,7 +335,8 @@ def auto_ridge(kind: str, epsilon: float, b: float) -> float:
     b²·2⁻⁶⁰ (then log J ≤ 41.6, below ε/2 or ε/10 wherever the floor applies).
     """
     share = epsilon / 2.0 if kind == "kng" else epsilon / 10.0
-    return max(b * b / math.expm1(share) * (1.0 + 2.0**-40), b * b * 2.0**-60)
+    # beyond share = 700 the floor is larger anyway (and expm1 would overflow)
+    return max(b * b / math.expm1(min(share, 700.0)) * (1.0 + 2.0**-40), b * b * 2.0**-60)
 
 
 def _spectral(gram: np.ndarray, ridge: float) -> tuple[np.ndarray, np.ndarray]:
@@ -404,16 +408,19 @@ def _trust_region_centre(c: np.ndarray, mu: np.ndarray, radius: float) -> tuple[
     so there is no "hard case"). Bisection to adjacent floats, then the λ with ‖t‖ ≤ r.
     """
 
-    def outside(lam: float) -> bool:  # ‖c/(μ + λ)‖ > r, scaled: Xᵀy may reach 2⁹⁹³
-        t = c / (mu + lam)
+    def outside(lam: float) -> bool:  # ‖c/(μ + λ)‖ > r in units of r (no under/overflow)
+        with np.errstate(over="ignore"):
+            t = c / (mu + lam) / radius
+        if not np.all(np.isfinite(t)):
+            return True
         k = float(np.max(np.abs(t))) if t.size else 0.0
-        return k > 0 and k * math.sqrt(float(np.sum((t / k) ** 2))) > radius
+        return k > 0 and k * math.sqrt(float(np.sum((t / k) ** 2))) > 1.0
 
     if not outside(0.0):
         return c / mu, 0.0
     k = float(np.max(np.abs(c)))
-    lo, hi = 0.0, k * math.sqrt(float(np.sum((c / k) ** 2))) / radius
-    while outside(hi):  # rounding: make the bracket valid
+    lo, hi = 0.0, k * math.sqrt(float(np.sum((c / k) ** 2))) / radius  # finite: see the
+    while outside(hi):  # caller's public scale check; rounding: make the bracket valid
         hi *= 2.0
     for _ in range(2100):
         mid = lo + (hi - lo) / 2.0
@@ -460,16 +467,28 @@ def exponential_linear_sample(
     mean = vectors @ (t - half_w / mu)
     scale = math.sqrt(sensitivity / epsilon)
     root = vectors / np.sqrt(mu)  # V·diag(μ^{-1/2})
-    tilt = epsilon * lam / sensitivity  # ε·κ/(2Δ)
-    r2 = theta_bound * theta_bound
+
+    # the coin exp(−(ελ/Δ)(r² − θ₀ᵀθ)) in units of r: exp(−τ(1 − u₀ᵀu)), u = θ/r, with
+    # τ = ελr²/Δ ≤ εn/4 (λ ≤ ‖b‖/r ≤ nbC/r and bCr ≤ (C + br)²/4): taken through logarithms,
+    # since ελ/Δ and r² alone overflow or underflow at tiny r
+    tilt = (
+        math.exp(
+            math.log(epsilon) + math.log(lam) + 2.0 * math.log(theta_bound) - math.log(sensitivity)
+        )
+        if lam > 0
+        else 0.0
+    )
+    unit_centre = centre / theta_bound
 
     def propose(size: int) -> np.ndarray:
         xi = rng.standard_normal((size, d))
         return np.asarray(mean[None, :] + scale * (xi @ root.T))
 
     def accept(thetas: np.ndarray) -> np.ndarray:
-        gap = np.maximum(r2 - thetas @ centre, 0.0)
-        return np.asarray(np.exp(-tilt * gap))
+        gap = np.maximum(1.0 - (thetas / theta_bound) @ unit_centre, 0.0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            chance = np.exp(-tilt * gap)
+        return np.asarray(np.nan_to_num(chance, nan=0.0))
 
     return _first_inside(
         propose,
@@ -678,6 +697,29 @@ def _check_cap(name: str, value: Any, cap: int) -> int:
     return count
 
 
+def _check_float_range(b: float, y_bound: float, theta_bound: float, ridge: float) -> None:
+    """Refuse, before the charge, bounds whose worst-case statistics overflow the sampler.
+
+    ‖Xᵀy‖ ≤ n·b·C with n < 2⁵³ rows; the sampler divides it by the ridge (A⁻¹b) and by r
+    (the trust-region multiplier λ ≤ ‖b‖/r). Both must stay below 2¹⁰⁰⁰ for *every* data
+    set, or whether a fit fails would depend on the data. Public: bounds and ridge only.
+    """
+    if not (math.isfinite(ridge) and ridge > 0):
+        raise InvalidArgumentError(
+            f"`ridge` = {ridge!r} must be positive and finite (with ridge='auto' this means "
+            "epsilon is too small for the declared bounds: rescale the data)."
+        )
+    top = 53.0 + math.log2(b) + math.log2(y_bound)
+    for name, value in (("ridge", ridge), ("theta_bound", theta_bound)):
+        if top - math.log2(value) >= 1000.0:
+            raise InvalidArgumentError(
+                f"the declared bounds are too far apart for the sampler's floats: "
+                f"2⁵³·b·y_bound/{name} = 2^{top - math.log2(value):.1f} (b = {b:.6g} the row "
+                f"bound, {name} = {value!r}) must stay below 2¹⁰⁰⁰ so that no data set "
+                "overflows it. Rescale the data (x_bound, y_bound, theta_bound)."
+            )
+
+
 class _LinearRelease(Mechanism):
     """KNG (ℓ₂) or the exponential mechanism for the squared loss, sampled exactly.
 
@@ -700,8 +742,10 @@ class _LinearRelease(Mechanism):
         max_proposals: int,
         row_bound: float,
         adjacency: str,
+        y_bound: float = 1.0,
     ) -> None:
         self.kind = check_choice("kind", kind, ("kng", "exponential"))
+        _check_float_range(float(row_bound), float(y_bound), float(theta_bound), float(ridge))
         self.epsilon = float(epsilon)
         self.sensitivity = float(sensitivity)
         self.theta_bound = float(theta_bound)
@@ -913,6 +957,11 @@ class _BoundedThetaRegression(RegressorMixin, PrivateEstimator):  # type: ignore
                 f"`epsilon` = {epsilon!r} is too small for the sensitivity {sensitivity!r}: "
                 "Δ/ε overflows a float."
             )
+        if not sensitivity / epsilon >= sys.float_info.min:
+            raise InvalidArgumentError(
+                f"`epsilon` = {epsilon!r} is too large for the sensitivity {sensitivity!r}: "
+                "Δ/ε is below the normal float range (the noise would vanish)."
+            )
 
     def _model_rows(self, X: np.ndarray, y: np.ndarray | None, norm: str) -> Any:
         x_bound, y_bound, _ = self._bounds()
@@ -1002,6 +1051,7 @@ class _LinearRegression(_BoundedThetaRegression):
             max_proposals=max_proposals,
             row_bound=b,
             adjacency=adjacency,
+            y_bound=y_bound,
         )
         label = (
             f"theta ({'KNG' if self._kind == 'kng' else 'exponential mechanism'}, exact "
