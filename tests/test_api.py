@@ -180,6 +180,7 @@ def _compose(parts):
 
 
 @given(compositions, atoms, st.sampled_from([1e-10, 1e-6, 1e-3]))
+@pytest.mark.slow
 def test_adding_an_event_never_lowers_epsilon(parts, extra, delta):
     """Composition is monotone for every method (and hence for auto).
 
@@ -201,6 +202,7 @@ def test_adding_an_event_never_lowers_epsilon(parts, extra, delta):
 
 
 @given(compositions, st.sampled_from([1e-9, 1e-5, 1e-2]))
+@pytest.mark.slow
 def test_epsilon_and_delta_are_consistent(parts, delta):
     """delta(epsilon(δ)) ≤ δ: the two directions certify the same profile."""
     event = _compose(parts)

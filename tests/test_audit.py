@@ -578,6 +578,7 @@ release_strategy = st.one_of(
     st.floats(0.05, 30.0),
     st.sampled_from([1e-4, 1e-6, 1e-9]),
 )
+@pytest.mark.slow
 def test_verdicts_are_consistent_with_the_bounds(releases, claimed, delta):
     report = audit(claim(claimed, delta), *releases)
     assert report.verdict in ("holds", "holds_loosely", "violated", "not_certified")
@@ -653,6 +654,7 @@ def test_pure_lower_bound_never_exceeds_the_exact_sum(scales, counts, declared, 
         assert mpmath.mpf(lower) >= total * (1 - mpmath.mpf(1e-12))
 
 
+@pytest.mark.slow
 def test_a_pure_claim_at_the_exact_epsilon_is_never_called_violated():
     """1,000 Laplace releases of scale 0.7: the exact ε is 1000/0.7, and a claim of the
     float just above it is true. The lower bound summed ε = Δ/b rounded *up* and came out

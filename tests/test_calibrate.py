@@ -71,6 +71,7 @@ exact_targets = st.tuples(
 
 @settings(max_examples=1000, deadline=None)
 @given(exact_targets)
+@pytest.mark.slow
 def test_exact_calibration_never_overshoots_and_is_minimal(target):
     """1,000 random targets: σ meets the target and is within 1e-6 of the exact minimum."""
     epsilon, delta, count, sensitivity = target
@@ -194,12 +195,14 @@ def test_solve_stops_where_every_noise_meets_the_target():
 
 @settings(max_examples=20, deadline=None)
 @given(sampled_targets)
+@pytest.mark.slow
 def test_sampled_calibration_meets_target_rdp(target):
     _check_sampled(target, "rdp")
 
 
 @settings(max_examples=5, deadline=None)
 @given(sampled_targets)
+@pytest.mark.slow
 def test_sampled_calibration_meets_target_auto(target):
     _check_sampled(target, "auto")
 
@@ -220,6 +223,7 @@ def test_sampled_calibration_meets_target_auto_thorough(target):
 
 @settings(max_examples=200, deadline=None)
 @given(st.floats(0.01, 50.0), st.integers(1, 1000), st.floats(0.1, 10.0))
+@pytest.mark.slow
 def test_laplace_pure_is_exact(epsilon, count, sensitivity):
     scale = calibrate.laplace_scale(epsilon, sensitivity=sensitivity, count=count)
     assert acc.epsilon(ev.Laplace(scale, sensitivity) * count, 0.0) <= epsilon
@@ -228,6 +232,7 @@ def test_laplace_pure_is_exact(epsilon, count, sensitivity):
 
 @settings(max_examples=30, deadline=None)
 @given(st.floats(0.05, 20.0), st.floats(1e-10, 1e-3), st.integers(2, 300))
+@pytest.mark.slow
 def test_laplace_with_delta_meets_target_and_beats_pure(epsilon, delta, count):
     scale = calibrate.laplace_scale(epsilon, count=count, delta=delta)
     assert acc.delta(ev.Laplace(scale) * count, epsilon) <= delta
@@ -252,6 +257,7 @@ def test_solve_reports_bracket_when_unreachable():
     assert "noise parameter" in str(excinfo.value)
 
 
+@pytest.mark.slow
 def test_solve_starts_where_rdp_meets_the_target_and_accounts_each_noise_once(monkeypatch):
     """A probe with far too little noise is what made PLD costly: five Poisson-sampled
     steps at rate 1e-3 from a guess of σ = 0.01 took 11 s and 2.4 GB (NoisyGD's own

@@ -94,6 +94,7 @@ def _sites(count, n=400, d=3, seed=0):
 
 
 @pytest.mark.parametrize("count", [2, 5, 10, 20])
+@pytest.mark.slow
 def test_aggregate_noise_is_pooled_and_conventional_is_s_times_larger(count):
     sites = _sites(count, n=50)
     kw = dict(

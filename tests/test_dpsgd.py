@@ -116,6 +116,7 @@ def test_arguments_are_keyword_only():
     epochs=st.integers(1, 3),
     epsilon=st.floats(0.5, 8.0),
 )
+@pytest.mark.slow
 def test_calibration_never_overshoots(n, b_frac, epochs, epsilon):
     b = max(1, int(n * b_frac))
     run = dpsgd_noise_multiplier(

@@ -298,6 +298,7 @@ def test_singular_gram_has_lambda_exactly_zero(d: int) -> None:
             assert k == 0
 
 
+@pytest.mark.slow
 def test_entries_beyond_int64_and_beyond_the_float_range() -> None:
     rng = np.random.default_rng(3)
     d = 6

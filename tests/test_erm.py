@@ -757,6 +757,7 @@ def test_l1_noise_coordinates_are_iid_laplace():
 
 
 @pytest.mark.parametrize("adjacency", ["replace_one", "add_remove"])
+@pytest.mark.slow
 def test_two_dimensional_privacy_loss_with_l1_noise_is_within_the_charge(adjacency):
     # d = 2, ℓ₁-Laplace b: p_D(θ) ∝ exp(−β‖g_D(θ)‖₁)·det(H_D(θ) + Λ) exactly (change of
     # variables). Rows in {‖x‖₂ ≤ 1, ‖x‖₁ ≤ R₁}; the noise is sized for k·R₁ in ℓ₁, so

@@ -205,6 +205,7 @@ def test_lower_bound_of_gaussian_plus_pure_dp_at_tiny_delta():
     epsilon0=st.sampled_from([0.0, 0.01, 0.3, 2.0]),
     delta=st.sampled_from([1e-3, 1e-6, 1e-10, 1e-15]),
 )
+@pytest.mark.slow
 def test_lower_bounds_never_exceed_the_exact_epsilon(sigma, count, epsilon0, delta):
     """Issue 10 item 12: every certified lower bound is ≤ the exact ε (mpmath), δ to 1e-15."""
     event: ev.Event = ev.Gaussian(sigma) * count

@@ -342,6 +342,7 @@ def _worker(path, spends, seed, out_fd):
     os.write(out_fd, f"{ok}\n".encode())
 
 
+@pytest.mark.slow
 def test_eight_processes_never_overspend(tmp_path):
     """8 processes × 500 random spends on one file: within budget, receipts = successes."""
     path = tmp_path / "shared.db"
@@ -413,6 +414,7 @@ def _release_forever(path, write_fd):
         os.write(write_fd, f"ERR {error!r}\n".encode())
 
 
+@pytest.mark.slow
 def test_sigkill_never_leaves_an_uncharged_release(tmp_path):
     """≥ 50 SIGKILLs at random moments: every value handed out has a committed receipt.
 

@@ -581,6 +581,7 @@ def _fork(target, *args):
     return pid
 
 
+@pytest.mark.slow
 def test_stress_eight_writers_four_verifiers(tmp_path):
     """Issue 10 acceptance: 8 processes × 500 spends while 4 processes open and verify in a
     loop — no overspend (checked by an independent accountant), no false integrity error."""
