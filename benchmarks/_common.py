@@ -1,4 +1,4 @@
-"""Small helpers shared by the benchmarks: timing, table printing, peer libraries."""
+"""Small helpers shared by the benchmarks: timing, cold caches, tables, peer libraries."""
 
 from __future__ import annotations
 
@@ -6,7 +6,28 @@ import functools
 import importlib
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
+
+from dpledger.accountant import rdp
+from dpledger.accountant.pld import _accountant, _composition, _lattice
+
+
+def clear_caches() -> None:
+    """Empty every cache of dpledger's accountants, so that the next query runs cold.
+
+    The module-level caches (process-wide, kept between queries): the PLD grid cache
+    (byte-bounded) and the moments of its grids, the lattice compositions and binomial
+    tables, and the Rényi curves of sampled Gaussians and their Pearson–Vajda moments.
+    Per-object caches (a summary's compositions, a ledger's costs) die with their object;
+    the benchmarks build new ones for every timed run. ``tests/test_benchmarks.py`` checks
+    that no ``functools.lru_cache`` in dpledger's accountant or calibration is left out.
+    """
+    _accountant._clear_caches()
+    _composition._clear_caches()
+    _lattice._composed.cache_clear()
+    _lattice._binomials.cache_clear()
+    rdp._rdp_poisson_gaussian_cached.cache_clear()
+    rdp._gaussian_pearson_vajda.cache_clear()
 
 
 def timed(fn: Callable[[], Any], repeat: int = 3) -> tuple[Any, float]:
@@ -37,6 +58,22 @@ def _fmt(value: Any) -> str:
 
 BENCH_INSTALL = 'pip install -e ".[bench]"'
 """Installs every peer library the benchmarks compare against (see pyproject.toml)."""
+
+COMPARE_INSTALL = 'pip install -e ".[compare]"'
+"""Installs the accounting peers (dp_accounting, prv_accountant; see pyproject.toml)."""
+
+
+def skip(script: str, error: BaseException) -> NoReturn:
+    """Say that ``script`` cannot run without its peer libraries, and exit with status 0.
+
+    For the benchmarks that are nothing but a comparison: a missing peer is not a failure
+    of dpledger (the tests run every benchmark, with or without the peers installed).
+    """
+    print(
+        f"SKIP  {script}: a peer library is not available ({type(error).__name__}: {error}). "
+        f"Install the peers with {COMPARE_INSTALL}."
+    )
+    raise SystemExit(0)
 
 
 @functools.cache

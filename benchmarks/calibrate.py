@@ -2,6 +2,8 @@
 
 Run:  pip install -e ".[compare]" && python benchmarks/calibrate.py [--quick]
 
+``--quick`` is a smoke test: without dp_accounting's slow PLD case, every time measured once.
+
 For each case both libraries solve for σ meeting (ε, δ); we report each σ, the wall
 time (best of 3, or 1 for slow cases), dpledger's speed-up and the relative σ
 difference (negative = dpledger adds less noise), and whether each σ meets the target
@@ -16,19 +18,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import table, timed
+from _common import clear_caches, skip, table, timed
 
 import dpledger.accountant as acc
 from dpledger import calibrate
 from dpledger import events as ev
-from dpledger.accountant.rdp import _rdp_poisson_gaussian_cached
 
 try:
     import dp_accounting as dpa
     from dp_accounting.pld import pld_privacy_accountant
     from dp_accounting.rdp import rdp_privacy_accountant
-except ImportError:  # pragma: no cover
-    sys.exit("benchmarks/calibrate.py needs the compare extra: pip install -e '.[compare]'")
+except Exception as error:  # absent, or present but broken
+    skip("benchmarks/calibrate.py", error)
 
 
 def their_sigma(accountant: str, make_event, epsilon: float, delta: float) -> float:
@@ -48,11 +49,12 @@ def run_case(
     rate: float | None,
     theirs: str,
     slow: bool,
+    repeat: int = 3,
 ) -> list[object]:
     """Calibrate one case with both libraries and return its table row."""
 
     def ours() -> float:
-        _rdp_poisson_gaussian_cached.cache_clear()  # time cold: no cached Rényi curves
+        clear_caches()  # time cold: no cached grids or Rényi curves
         return calibrate.gaussian_sigma(epsilon, delta, count=count, sampling_rate=rate)
 
     def make(sigma: float):
@@ -67,9 +69,9 @@ def run_case(
             one = ev.PoissonSampled(one, rate)
         return acc.delta(one * count, epsilon) <= delta
 
-    sigma_ours, t_ours = timed(ours)
+    sigma_ours, t_ours = timed(ours, repeat)
     sigma_theirs, t_theirs = timed(
-        lambda: their_sigma(theirs, make, epsilon, delta), repeat=1 if slow else 3
+        lambda: their_sigma(theirs, make, epsilon, delta), repeat=1 if slow else repeat
     )
     return [
         name,
@@ -87,7 +89,11 @@ def run_case(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="skip dp_accounting's slow PLD cases")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke test: skip dp_accounting's slow PLD case, time everything once",
+    )
     args = parser.parse_args()
 
     cases = [
@@ -99,7 +105,8 @@ def main() -> None:
         ("DP-SGD q=0.01 T=10k (8, 1e-5)", 8.0, 1e-5, 10_000, 0.01, "rdp", False),
         ("DP-SGD q=0.004 T=3k (1, 1e-5)", 1.0, 1e-5, 3_000, 0.004, "rdp", False),
     ]
-    rows = [run_case(*case) for case in cases if not (case[-1] and args.quick)]
+    repeat = 1 if args.quick else 3
+    rows = [run_case(*case, repeat) for case in cases if not (case[-1] and args.quick)]
     headers = [
         "case",
         "peer",

@@ -1,6 +1,6 @@
 """Benchmark: DP-SGD calibration, dpledger vs dp_accounting's PLD calibration, side by side.
 
-Run:  pip install -e ".[compare]" && python benchmarks/dpsgd.py [--repeats N]
+Run:  pip install -e ".[compare]" && python benchmarks/dpsgd.py [--repeats N] [--quick]
 
 The run: 60,000 examples, batch 256, 60 epochs (14,100 steps at q = 256/60000), target
 (3, 1e-5) — what ``dpledger calibrate dpsgd --dataset-size 60000 --batch-size 256
@@ -16,7 +16,9 @@ cleared; dp_accounting keeps none):
   self-composed 14,100 times.
 
 The table gives each repeat's times and the ratio; the summary the median and range of
-the ratios, and the σ of both with their relative difference.
+the ratios, and the σ of both with their relative difference. ``--quick`` is a smoke
+test: one repeat, and no warm-up of dp_accounting (its first run is then timed with its
+imports).
 """
 
 from __future__ import annotations
@@ -32,25 +34,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import table
+from _common import clear_caches, skip, table
 
-from dpledger.accountant import pld as our_pld
-from dpledger.accountant.rdp import _rdp_poisson_gaussian_cached
 from dpledger.calibrate import dpsgd_noise_multiplier
 
 try:
     import dp_accounting as dpa
     from dp_accounting.pld import pld_privacy_accountant
-except ImportError:  # pragma: no cover
-    sys.exit("benchmarks/dpsgd.py needs the compare extra: pip install -e '.[compare]'")
+except Exception as error:  # absent, or present but broken
+    skip("benchmarks/dpsgd.py", error)
 
 N, B, EPOCHS, EPSILON, DELTA = 60_000, 256, 60, 3.0, 1e-5
 STEPS, Q = EPOCHS * -(-N // B), B / N
 
 
 def ours() -> float:
-    our_pld._discretised.cache_clear()  # cold: no cached PLD grids or Rényi curves
-    _rdp_poisson_gaussian_cached.cache_clear()
+    clear_caches()  # cold: no cached PLD grids or Rényi curves
     run = dpsgd_noise_multiplier(
         dataset_size=N, batch_size=B, epochs=EPOCHS, epsilon=EPSILON, delta=DELTA
     )
@@ -76,13 +75,17 @@ def clock(fn) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs of each")
+    parser.add_argument("--repeats", type=int, default=None, help="timed runs of each (5)")
+    parser.add_argument("--quick", action="store_true", help="smoke test: 1 repeat")
     args = parser.parse_args()
+    repeats = args.repeats or (1 if args.quick else 5)
 
-    ours(), theirs()  # untimed warm-up: imports, FFT plans, thread pool
+    ours()  # untimed warm-up: imports, FFT plans, thread pool
+    if not args.quick:
+        theirs()
     rows, ratios = [], []
     sigma_ours = sigma_theirs = float("nan")
-    for i in range(1, args.repeats + 1):
+    for i in range(1, repeats + 1):
         sigma_ours, t_ours = clock(ours)
         sigma_theirs, t_theirs = clock(theirs)
         ratios.append(t_theirs / t_ours)

@@ -1,6 +1,6 @@
 """Benchmark: what the ledger costs per release — in memory and persisted, filtered and planned.
 
-Run:  python benchmarks/ledger.py [--steps N] [--dir DIR]
+Run:  python benchmarks/ledger.py [--steps N] [--dir DIR] [--quick]
 
 The workload is DP-SGD on 60,000 examples, batch 256, 60 epochs: 14,100 steps of a
 Poisson-subsampled Gaussian (q = 256/60000) at (3, 1e-5). For each ledger we time the
@@ -14,7 +14,8 @@ whole run, spend by spend, and report the cost per step:
 For persisted ledgers the floor is SQLite's own durable commit on the same disk: one
 ``BEGIN IMMEDIATE; INSERT; UPDATE; COMMIT`` of a receipt-sized row in rollback-journal
 mode with ``synchronous=FULL`` (what the ledger does per spend) — reported alongside, with
-the ratio. ``--dir`` chooses where the files go (the disk matters more than the code).
+the ratio. ``--dir`` chooses where the files go (the disk matters more than the code). ``--quick``
+is a smoke test: 200 steps (unless ``--steps`` says otherwise).
 """
 
 from __future__ import annotations
@@ -78,9 +79,11 @@ def run(kind: str, steps: int, path: Path | None) -> tuple[float, float, float, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", type=int, default=14_100)
+    parser.add_argument("--steps", type=int, default=None, help="DP-SGD steps (14,100)")
     parser.add_argument("--dir", type=Path, default=None, help="folder for the ledger files")
+    parser.add_argument("--quick", action="store_true", help="smoke test: 200 steps")
     args = parser.parse_args()
+    args.steps = args.steps or (200 if args.quick else 14_100)
     with tempfile.TemporaryDirectory(dir=args.dir) as name:
         folder = Path(name)
         floor = sqlite_commit_floor(folder, min(args.steps, 2000))

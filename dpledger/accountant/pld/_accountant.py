@@ -105,6 +105,12 @@ def _discretised(atom: ev.Event, h: float, kind: str, tail: float = _TAIL) -> tu
     return grids
 
 
+def _clear_caches() -> None:
+    """Empty the grid cache (for cold timings: ``benchmarks/_common.py``)."""
+    with _GRID_CACHE_LOCK:
+        _GRID_CACHE.clear()
+
+
 def _discretise_release(
     atom: ev.Event, h: float, kind: str, tail: float = _TAIL
 ) -> tuple[_Discrete, ...]:
