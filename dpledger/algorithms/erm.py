@@ -70,7 +70,7 @@ noise-adding mechanism on a statistic whose neighbours differ by at most 2r — 
 plus Z's: ℓ₂ K-norm noise of sensitivity 2r at the ε left (pure ε-DP), or the analytic
 Gaussian of sensitivity 2r at the (ε, δ) left. Z is tiny: with ℓ₂ K-norm noise ‖Z‖
 averages about d·2r/ε₃ (ε₃ = solver_share·ε): for the defaults (share 0.01; tol raised
-to the public floor, about 5e-10 here) about 1e-3 at d = 10, N = 1000, λ = 1e-3, ε = 1,
+to the public floor, about 8e-10 here) about 2e-3 at d = 10, N = 1000, λ = 1e-3, ε = 1,
 R = √2 — against ‖b‖/(Nλ) ≈ 40 for b itself.
 
 The losses' conditions are on φ′: bounded by a, and **c-Lipschitz** (so φ″ ≤ c wherever
@@ -90,30 +90,45 @@ rows (the objective above), then slowly less, so that the data term's total weig
 n·v(n)/N never exceeds a public V ≈ 33 whatever n. Three public facts about v carry the
 privacy arguments, for neighbours with n and n + 1 rows:
 (W) v(n + 1) + n·|v(n) − v(n + 1)| ≤ F = 1 + 2⁻⁶ (+ rounding); n·v(n) ≤ V·N; and
-v(n)/v(n + 1) ≤ ρ = 1 + O(1/N) (:func:`_weight_factor`, :func:`_weight_cap`,
-:func:`_weight_ratio`). Since ‖Σ_D ∇ℓᵢ‖ ≤ n·L, (W) bounds how far one added row moves the
-data gradient — its own term plus every other row's change of weight — by F·L: the
-sensitivities above are multiplied by F under add/remove (1.6 % more noise; nothing under
-replace-one, where neighbours share n and so v). With the total weight bounded, the
-certificate's rounding, the minimiser's norm and the curvature are all bounded by public
-quantities, and the solver's tolerance is raised to :func:`_solver_floor`, at which some
-float vector near the minimiser provably passes the certificate. The solver no longer
-gives up after ``max_iter`` iterations (see :func:`_minimise`); an empty data set is
-fitted (zero sums: the regulariser's minimiser plus the noise), with a one-row data
-set's control flow. Labels outside {0, 1} and non-finite values are refused before any
-charge: they are outside the declared domain of a row, over which the guarantee is stated.
+log(v(n)/v(n + 1)) ≤ log ρ = 1/(65N) (+ rounding), for every real N > 0
+(:func:`_weight_factor`, :func:`_weight_cap`, :func:`_weight_ratio`; v is not convex —
+the proof of (W) is :func:`_row_weight`'s). Since ‖Σ_D ∇ℓᵢ‖ ≤ n·L, (W) bounds how far
+one added row moves the data gradient — its own term plus every other row's change of
+weight — by F·L: the sensitivities above are multiplied by F under add/remove (1.6 %
+more noise; nothing under replace-one, where neighbours share n and so v). With the
+total weight bounded, the certificate's rounding, the minimiser's norm and the curvature
+are all bounded by public quantities, and the solver's tolerance is raised to
+:func:`_solver_floor`. Newton's method is fast but not proved to reach a certified point
+(at a Huber kink with a small width and ridge it crawled: one data set raised
+:class:`ConvergenceError` after 100,000 iterations, its neighbour released after
+81,662), so when it does not certify, the solver falls back to gradient descent from 0,
+which provably certifies within K steps, K a public function of the parameters
+(:func:`_gradient_steps`: about κ̄·log(κ̄·g₀²/G²) for the public condition number
+κ̄ = 1 + V·c·R²/ridge). Settings with K above 10⁹ are refused before anything is charged, for
+every data set alike (the reproducer: h = 10⁻⁴, λ = 10⁻¹², κ̄ = 3.3·10¹⁷); within the
+cap every data set releases (:func:`_minimise`). An empty data set is fitted (zero sums:
+the regulariser's minimiser plus the noise), with a one-row data set's control flow.
+Labels outside {0, 1} and non-finite values are refused before any charge: they are
+outside the declared domain of a row, over which the guarantee is stated.
 
 Objective perturbation with the weights (k = 1; the proof of CMS Thm 9 with Σ vℓ): b's
 change is (v(n + 1) − v(n))·Σ_D ∇ℓᵢ(θ̂) + v(n + 1)·∇ℓ_z(θ̂), at most F·L in the noise's
-norm by (W) — a combination of fixed rows, so the Gaussian argument (Kifer, Smith &
-Thakurta 2012) holds with μ = F·L/σ. The Jacobians are v·A + ΛI (D) and
-v′(A + φ″xxᵀ) + ΛI (D′, v′ = v(n + 1) ≤ v): the determinant ratio D′/D is at most
-1 + c·R²/Λ as before, and D/D′ at most (v/v′)^d ≤ ρ^d (a new direction, from the weights),
-so d·log ρ is added to ε_J. The pure noises' term costs F·ε′ (for the logistic joint
-bound: (F − 1)·ε′ plus the joint maximum, since e(1 − v′(1 − p)) + log(1 + v′p(1 − p)A)
-is the maximand at p′ = 1 − v′(1 − p) ≥ p or less). A failure that remains possible in
-floating point (:func:`_minimise`) raises :class:`ConvergenceError` after b was charged
-and drawn, with no data-dependent number in its message.
+norm by (W), which is all the pure noises need (the triangle inequality). The Gaussian
+argument of Kifer, Smith & Thakurta needs a change of *fixed direction*, and only the
+second part has one (x_z): the first part's direction moves with θ̂, so with b. Its
+n·(v(n) − v(n + 1)) ≤ s ≈ (1 + η)/2 share is bounded by ‖b‖ instead of one coordinate of
+b, and a Gaussian b under add/remove is sized for the loss bound μ((F − s)|Z| + s·χ_d) +
+(Fμ)²/2, μ = L/σ (:func:`_weighted_gaussian_delta`): 4 % more σ at d = 4, 12 % at d =
+11, 70 % at d = 101 (replace-one is unchanged: neighbours share n). The Jacobians are
+v·A + ΛI (D) and v′(A + φ″xxᵀ) + ΛI (D′, v′ = v(n + 1) ≤ v): the determinant ratio D′/D
+is at most 1 + c·R²/Λ as before, and D/D′ at most (v/v′)^d ≤ ρ^d (a new direction, from
+the weights), so d·log ρ is added to ε_J. The pure noises' term costs F·ε′ (for the
+logistic joint bound: (F − 1)·ε′ plus the joint maximum, since
+e(1 − v′(1 − p)) + log(1 + v′p(1 − p)A) is the maximand at p′ = 1 − v′(1 − p) ≥ p or
+less). The one failure that remains — b beyond 64 times its scale, which the floor and K
+assume (probability below 10⁻²⁵ under every data set; beyond it certification is not
+proved) — raises :class:`ConvergenceError` after b was charged and drawn, with no
+data-dependent number in its message.
 
 **Output perturbation** (CMS 2011, Alg. 1) releases θ* + b with θ* = argmin Σvℓ + (Nλ/2)‖θ‖².
 N·λ-strong convexity bounds θ*'s sensitivity by F·kL/(Nλ) (CMS Cor. 8: 2/(nλ) for L = 1,
@@ -354,6 +369,28 @@ def _certified_gradient_norm(
     return (float(np.linalg.norm(gradient)) + float(np.linalg.norm(error))) * (1 + 1e-6)
 
 
+def _gradient(
+    X: np.ndarray,
+    y: np.ndarray,
+    loss: _Loss,
+    ridge: float,
+    linear: np.ndarray,
+    theta: np.ndarray,
+    n: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(t, φ, the computed gradient ĝ, φ″) at ``theta``: the certificate's own arithmetic.
+
+    Pairwise sums (depth ≤ 64): their rounding, like the certificate's, is bounded by the
+    public weight cap whatever the row count (a BLAS sum's grows with n). ĝ is computed
+    exactly as :func:`_certified_gradient_norm` computes it, so that function's error bound
+    is a bound on ‖ĝ − ∇J‖.
+    """
+    t = X @ theta
+    value, d1, d2 = loss.derivatives(t, y)
+    g = _tree_sum(X * d1[:, None])[0] / n + ridge * theta + linear
+    return t, value, g, d2
+
+
 def _minimise(
     X: np.ndarray,
     y: np.ndarray,
@@ -363,47 +400,69 @@ def _minimise(
     tol: float,
     max_iter: int,
     size: float | None = None,
+    fallback: tuple[int, float] | None = None,
 ) -> tuple[np.ndarray, float]:
     """The argmin of (1/N)Σφ(xᵢᵀθ; yᵢ) + (ridge/2)‖θ‖² + linearᵀθ, to ‖gradient‖ ≤ tol.
 
     N is ``size``, the *public* row count (default: the rows given) — never the private
-    count under add/remove, which would move the ridge and the noise with the data.
+    count under add/remove, which would move the ridge and the noise with the data. The
+    solver returns only when :func:`_certified_gradient_norm` — the *exact* gradient norm,
+    floating-point error included — is ≤ tol (the privacy arguments rest on it), and
+    returns that bound. Two phases:
 
-    Newton's method with Armijo backtracking; where the line search fails (a kink of a
-    Huber loss) a gradient step of length 1/(smoothness) — always a descent — is taken.
-    The objective is ridge-strongly convex, so the iteration converges from anywhere.
-    Once the computed gradient is below tol/2, :func:`_certified_gradient_norm` bounds
-    the *exact* gradient norm, floating-point error included; the solver returns only
-    when that bound is ≤ tol (the privacy arguments rest on it) and returns the bound.
+    1. **Newton** with Armijo backtracking (a gradient step of length 1/(smoothness)
+       where the line search fails, at a kink of a Huber loss), for at most
+       max(``max_iter``, 100) iterations, or until it stalls in floating point. On
+       ordinary data it certifies in tens of iterations. It is fast, not proved: at a
+       Huber kink with a small width and ridge it crawled (81,662 iterations on one
+       data set, over 100,000 on its neighbour — issue 31, F1).
+    2. **Gradient descent from θ = 0**, if Newton did not certify: θ ← θ − ĝ/β with β ≥
+       the gradient's Lipschitz constant, for at most ``fallback = (steps, β̄)`` steps
+       (β = the smaller of β̄ and the rows' own bound c·Σ‖xᵢ‖²/N + ridge). The
+       estimators compute ``steps`` from public quantities (:func:`_gradient_steps`)
+       so that this phase provably certifies whatever the data (the proof is there) and
+       refuse, before any charge, settings whose public bound exceeds the cap. So the
+       outcome — a certified release — never depends on the data; only the running time
+       does. Without ``fallback`` (direct calls) there is no second phase.
 
-    Whether it returns must not depend on the data (issue 31): the estimators pass a
-    ``tol`` at or above :func:`_solver_floor` — a public tolerance that some float vector
-    near the minimiser provably meets, with a certificate whose rounding is publicly
-    bounded — and a row weight (:func:`_row_weight`) that clips the data term's total
-    weight to V·N, so neither depends on n. The iteration count is not a reason to give
-    up: ``max_iter`` is no longer a stopping rule (a count that sufficed for one data set
-    and not for its neighbour decided whether the fit released); the loop stops only on a
-    certificate, a floating-point floor (no descent, or 30 iterations without gaining
-    after a failed certificate) or a hard cap of max(``max_iter``, 100,000) iterations —
-    Newton with backtracking on a ridge-strongly convex objective converges linearly from
-    anywhere, and needs tens of them. Those three remain data-dependent in principle and
-    raise :class:`ConvergenceError`, whose message carries no data-dependent number. The
-    floor guarantees that a certifiable point exists and that the certificate's rounding
-    cannot refuse it; that floating-point Newton always *reaches* it is not proved
-    (it did on every data set tried, including the issue's reproducers).
+    A :class:`ConvergenceError` (no data-dependent number in its message) remains for a
+    ``tol`` below :func:`_solver_floor`, or for objective perturbation's b beyond the
+    bound the floor assumed (probability below 10⁻²⁵). Numpy's floating-point warnings
+    are off here: a Huber regression label near the float range overflows the loss
+    *value* (only Phase 1's line search reads values, and Phase 2's proof none), and a
+    warning would be an observable that depends on the data (issue 31, F2).
     """
-    d = X.shape[1]
     n = float(X.shape[0]) if size is None else size
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        found = _newton(X, y, loss, ridge, linear, tol, max(max_iter, _NEWTON_ITERATIONS), n)
+        if found is None and fallback is not None:
+            steps, smoothness = fallback
+            found = _descent(X, y, loss, ridge, linear, tol, n, steps, smoothness)
+    if found is None:
+        raise ConvergenceError(
+            f"the solver could not certify its gradient tolerance tol = {tol:g}; raise `tol` "
+            "or `l2_regularization`."
+        )
+    return found
+
+
+def _newton(
+    X: np.ndarray,
+    y: np.ndarray,
+    loss: _Loss,
+    ridge: float,
+    linear: np.ndarray,
+    tol: float,
+    iterations: int,
+    n: float,
+) -> tuple[np.ndarray, float] | None:
+    """Phase 1 of :func:`_minimise`: Newton with a line search; None if not certified."""
+    d = X.shape[1]
     theta = np.zeros(d)
     smooth = loss.c * float(np.einsum("ij,ij->", X, X)) / n + ridge
 
     def parts(th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        t = X @ th
-        value, d1, d2 = loss.derivatives(t, y)
-        # pairwise sums (depth ≤ 64): their rounding, like the certificate's, is bounded
-        # by the public weight cap whatever the row count (a BLAS sum's grows with n)
-        g = _tree_sum(X * d1[:, None])[0] / n + ridge * th + linear
-        return t, value, g, d2
+        return _gradient(X, y, loss, ridge, linear, th, n)
 
     def change(
         th: np.ndarray,
@@ -436,7 +495,7 @@ def _minimise(
     t, value, g, d2 = parts(theta)
     target = tol / 2
     patience = -1  # iterations left after a certificate failed (none yet)
-    for _ in range(max(max_iter, _HARD_CAP)):
+    for _ in range(iterations):
         norm = float(np.linalg.norm(g))
         if norm <= target:
             bound = certified(theta)
@@ -445,7 +504,7 @@ def _minimise(
             target = norm / 2  # rounding hid part of the gradient: go further,
             patience = 30 if patience < 0 else patience  # while the iteration still gains
         if patience == 0:
-            break
+            return None
         patience -= 1 if patience > 0 else 0
         H = (X.T * (d2 / n)) @ X + ridge * np.eye(d)
         try:
@@ -469,16 +528,48 @@ def _minimise(
             delta, magnitude = change(theta, t, value, candidate, tc, vc)
             flat = abs(delta) <= 1e-13 * magnitude
             if delta > 0 and not (flat and float(np.linalg.norm(gc)) < norm):
-                break  # no descent, even judged by ‖g‖: the floating-point floor
+                return None  # no descent, even judged by ‖g‖: the floating-point floor
         theta, t, value, g, d2 = candidate, tc, vc, gc, d2c
     if float(np.linalg.norm(g)) <= tol / 2:
         bound = certified(theta)
         if bound <= tol:
             return theta, bound
-    raise ConvergenceError(
-        f"the solver could not certify its gradient tolerance tol = {tol:g}; raise `tol` "
-        "or `l2_regularization`."
-    )
+    return None
+
+
+def _descent(
+    X: np.ndarray,
+    y: np.ndarray,
+    loss: _Loss,
+    ridge: float,
+    linear: np.ndarray,
+    tol: float,
+    n: float,
+    steps: int,
+    smoothness: float,
+) -> tuple[np.ndarray, float] | None:
+    """Phase 2 of :func:`_minimise`: gradient descent from 0, certified within ``steps``.
+
+    The step is 1/β with β = min(β̄, c·S/N + ridge), S an upper bound on the exact
+    Σ‖xᵢ‖² (the float sum of n·d non-negative terms is within γ_{nd} of it): both bound
+    the gradient's Lipschitz constant, the first publicly (the proof's count uses β̄), the
+    second from the rows (fewer steps in practice). No line search, no loss values: the
+    proof (:func:`_gradient_steps`) needs only ĝ's public error bound.
+    """
+    theta = np.zeros(X.shape[1])
+    terms = X.shape[0] * X.shape[1] + 2
+    beta = smoothness
+    if _gamma(terms) < 0.25:
+        squares = float(np.einsum("ij,ij->", X, X)) / (1 - 2 * _gamma(terms))
+        beta = min(beta, round_up((loss.c * squares / n + ridge) * (1 + 1e-12)))
+    for _ in range(steps + 1):
+        _, _, g, _ = _gradient(X, y, loss, ridge, linear, theta, n)
+        if float(np.linalg.norm(g)) <= tol / 2:
+            bound = _certified_gradient_norm(X, y, loss, ridge, linear, theta, n)
+            if bound <= tol:
+                return theta, bound
+        theta = theta - g / beta
+    return None  # pragma: no cover - excluded by the proof for tol ≥ the floor
 
 
 def _tolerance(tol: float, scale: float) -> float:
@@ -496,8 +587,11 @@ _ETA = 2.0**-6
 _ROW_SLACK = 2.0
 #: The most rows a numpy array can hold (its index type): a public bound on n.
 _MAX_ROWS = 2.0**63
-#: Iterations at most, whatever ``max_iter`` says (never reached: see :func:`_minimise`).
-_HARD_CAP = 100_000
+#: Newton iterations tried (at least) before the provable gradient-descent phase.
+_NEWTON_ITERATIONS = 100
+#: The most gradient-descent steps the public bound (:func:`_gradient_steps`) may ask for;
+#: settings beyond are refused before anything is charged.
+_STEP_CAP = 10**9
 
 
 def _row_weight(rows: int, size: float) -> float:
@@ -505,16 +599,22 @@ def _row_weight(rows: int, size: float) -> float:
 
     v = 1 up to M = _ROW_SLACK·N rows; then the line 1 + η − η·n/M down to
     n₁ = M(1 + η)/(2η) (where it touches the hyperbola), then W/n with W = n₁(1 + η)/2.
-    v is convex and non-increasing, so for every n (Chaudhuri, Monteleoni & Sarwate
-    2011, the proof of Cor. 8, with ‖Σ_D ∇ℓ‖ ≤ n·L):
+    v is continuous and non-increasing, but not convex (its slope drops from 0 to −η/M at
+    M). What the proofs use is ψ(x) := v(x) + x·|v′(x)| ≤ 1 + η for every real x ≥ 0
+    (one-sided derivatives at the joints): ψ = 1 below M, 1 + η − ηx/M + ηx/M = 1 + η on
+    the line, W/x + x·W/x² = 2W/x ≤ 2W/n₁ = 1 + η on the hyperbola. Since v is
+    non-increasing, v(n + 1) ≤ v(x) on [n, n + 1], so
 
-        v(n + 1) + n·(v(n) − v(n + 1)) ≤ v(n) + n·|v′(n⁺)| ≤ 1 + η      (W)
+        v(n + 1) + n·(v(n) − v(n + 1)) = ∫ₙⁿ⁺¹ (v(n + 1) + n·|v′(x)|) dx
+                                       ≤ ∫ₙⁿ⁺¹ ψ(x) dx ≤ 1 + η                  (W)
 
-    (1 + 0 below M; 1 + η on the line; 2W/n ≤ 2W/n₁ = 1 + η on the hyperbola), the
-    total weight n·v(n) is at most W = M(1 + η)²/(4η) (:func:`_weight_cap`), and
-    v(n)/v(n + 1) ≤ 1 + 2η/((1 + η)·M) (:func:`_weight_ratio`). The count n is private
-    under add/remove; only these three public consequences enter the privacy arguments,
-    and the weight bounds every quantity the solver's certificate depends on.
+    (Chaudhuri, Monteleoni & Sarwate 2011, the proof of Cor. 8, with ‖Σ_D ∇ℓ‖ ≤ n·L).
+    Also the total weight n·v(n) is at most W = M(1 + η)²/(4η) (:func:`_weight_cap`), and
+    |d log v/dx| = |v′|/v ≤ 1/n₁ everywhere (η/M ÷ v ≥ (1 + η)/2 on the line, 1/x on the
+    hyperbola), so log(v(n)/v(n + 1)) ≤ 1/n₁ = 2η/((1 + η)·M) for every n, whether or not
+    N (and so n₁) is an integer (:func:`_weight_ratio`). The count n is private under
+    add/remove; only these public consequences enter the privacy arguments, and the weight
+    bounds every quantity the solver's certificate depends on.
     """
     m = _ROW_SLACK * size
     if rows <= m:
@@ -539,54 +639,145 @@ def _weight_factor(size: float) -> float:
     return round_up(1 + _ETA + 10 * _UNIT * (_weight_cap() * size + 1))
 
 
+def _weight_spread(size: float) -> float:
+    """The spread s ≥ n·(v(n) − v(n + 1)) for every n (the weights used), rounded up.
+
+    n·(v(n) − v(n + 1)) ≤ ∫ₙⁿ⁺¹ x·|v′(x)| dx ≤ sup x·|v′(x)| = (1 + η)/2 (ηx/M ≤ ηn₁/M on
+    the line, W/x ≤ W/n₁ on the hyperbola), plus the floats' share of F − (1 + η).
+    """
+    return round_up((1 + _ETA) / 2 + (_weight_factor(size) - 1 - _ETA))
+
+
 def _weight_ratio(size: float) -> float:
-    """A bound log ρ ≥ log(v(n)/v(n + 1)) for every n (the floats' 8u included), rounded up."""
-    return round_up(math.log1p(2 * _ETA / ((1 + _ETA) * _ROW_SLACK * size) + 16 * _UNIT))
+    """A bound log ρ ≥ log(v(n)/v(n + 1)) for every n, rounded up.
+
+    log v is (1/n₁)-Lipschitz (:func:`_row_weight`), so the bound is 1/n₁ =
+    2η/((1 + η)·M), plus 16u for the floats' weights (each within 5u of v). The bound
+    used before, log(1 + 1/n₁), is the ratio at an integer n₁ only: between integers the
+    ratio across the joint reaches 1 + 1/n₁ + 1/(4n₁²) (at N = 10.5, n = 682: 1.4646650e-3
+    against 1.4641291e-3; issue 31, F3).
+    """
+    knee = _ROW_SLACK * size * (1 + _ETA) / (2 * _ETA)
+    return round_up(1 / knee * (1 + 1e-12) + 16 * _UNIT)
 
 
-def _solver_floor(
-    loss: _Loss, radius: float, dimension: int, ridge: float, linear_norm: float
+def _phi0(loss: _Loss) -> float | None:
+    """φ₀ ≥ φ(0; y) for every label, with φ ≥ 0 (the classification losses); else None."""
+    if loss.name == "logistic":
+        return math.log(2.0)
+    if loss.name == "huber_svm":
+        return max(1.0, (1 + loss.width) ** 2 / (4 * loss.width))
+    return None  # Huber regression: φ(0; y) grows with the label
+
+
+def _iterate_bound(loss: _Loss, radius: float, ridge: float, linear_norm: float) -> float:
+    """Θ ≥ ‖θ‖ for every θ with J(θ) ≤ J(0): the minimiser and every descent iterate.
+
+    J is the normalised objective, ridge-strongly convex, with ‖∇J(0)‖ ≤ g₀ := V·a·R +
+    ‖b‖/N (V: :func:`_weight_cap`). On that sublevel set (ridge/2)‖θ − θ*‖² ≤ J(0) − J* ≤
+    g₀²/(2·ridge), and ‖θ*‖ ≤ g₀/ridge, so ‖θ‖ ≤ 2g₀/ridge. For the classification losses
+    (0 ≤ φ, φ(0; y) ≤ φ₀) also (ridge/2)‖θ‖² − ‖b‖/N·‖θ‖ ≤ J(θ) ≤ J(0) ≤ V·φ₀, the
+    smaller bound when ridge is small.
+    """
+    v = _weight_cap()
+    theta = 2 * (v * loss.a * radius + linear_norm) / ridge
+    phi0 = _phi0(loss)
+    if phi0 is not None:
+        root = math.sqrt(linear_norm**2 + 2 * ridge * v * phi0)
+        theta = min(theta, (linear_norm + root) / ridge)
+    return theta * (1 + 1e-6)
+
+
+def _gradient_error(
+    loss: _Loss, radius: float, dimension: int, ridge: float, linear_norm: float, theta: float
 ) -> float:
-    """The smallest solver tolerance that every data set can be certified to.
+    """E ≥ the certificate's rounding bound (so ≥ ‖ĝ − ∇J‖) at every ‖θ‖ ≤ ``theta``.
 
-    From public quantities only: a, c (the loss), R, d, the ridge (λ + Δ), the data
-    term's weight cap V (:func:`_weight_cap`, which clips n/N) and a bound on ‖b‖/N.
-    At any θ with ‖θ‖ ≤ Θ := (V·a·R + ‖b‖/N)/ridge — which holds at the exact minimiser
-    (ridge-strong convexity: ‖θ*‖ ≤ ‖∇J(0)‖/ridge); for the classification losses, where
-    0 ≤ φ and φ(0; y) ≤ φ₀ (log 2, or the Huber SVM's max(1, (1 + h)²/(4h))),
-    also (ridge/2)‖θ*‖² − ‖b‖/N·‖θ*‖ ≤ J(θ*) ≤ J(0) ≤ V·φ₀, and Θ is the smaller
-    bound — each term of
-    :func:`_certified_gradient_norm`'s rounding bound is at most its public worst case
-    (rows ‖x‖ ≤ R, |φ′| ≤ a, φ″ ≤ c, pairwise sums of depth ≤ 64 because n < 2⁶³):
+    Each term of :func:`_certified_gradient_norm`'s bound at its public worst case (rows
+    ‖x‖ ≤ R, |φ′| ≤ a, φ″ ≤ c, total weight ≤ V·N, pairwise sums of depth ≤ 64 because
+    n < 2⁶³):
 
         E = u·[(γ₆₆/u + 4)·V·a·R + V·R·(c·(d + 2)·R·Θ + 8a + 2c(1 + h + R·Θ))
                + 4·ridge·Θ + 3‖b‖/N]·1.02
-
-    The float vector θ_f nearest θ* has ‖θ_f − θ*‖ ≤ u·Θ, so its exact gradient is at
-    most β·u·Θ (β = V·c·R² + ridge, the gradient's Lipschitz constant) and its computed
-    one at most β·u·Θ + E. With tol ≥ 4(β·u·Θ + E) there is therefore a float vector
-    whose computed gradient is ≤ tol/2 and whose certificate, (‖ĝ‖ + E)(1 + 10⁻⁶), is
-    ≤ tol: the certificate's rounding never decides the outcome, whatever n.
     """
     v = _weight_cap()
     a, c, r = loss.a, loss.c, radius
-    theta = (v * a * r + linear_norm) / ridge
     width = loss.width if loss.name == "huber_svm" else 0.0
-    if loss.name in ("logistic", "huber_svm"):  # φ ≥ 0 with φ(0; y) ≤ φ₀: J(θ*) ≤ J(0)
-        phi0 = (
-            math.log(2.0) if loss.name == "logistic" else max(1.0, (1 + width) ** 2 / (4 * width))
-        )
-        theta = min(theta, (linear_norm + math.sqrt(linear_norm**2 + 2 * ridge * v * phi0)) / ridge)
-    theta *= 1 + 1e-6
     terms = (
         (_gamma(66) / _UNIT + 4) * v * a * r
         + v * r * (c * (dimension + 2) * r * theta + 8 * a + 2 * c * (1 + width + r * theta))
         + 4 * ridge * theta
         + 3 * linear_norm
     )
-    error = _UNIT * terms * 1.02
-    beta = v * c * r * r + ridge
-    return round_up(4 * (beta * _UNIT * theta + error))
+    return _UNIT * terms * 1.02
+
+
+def _smoothness(loss: _Loss, radius: float, ridge: float) -> float:
+    """β̄ = V·c·R² + ridge, rounded up: a public bound on ∇J's Lipschitz constant."""
+    return round_up((_weight_cap() * loss.c * radius * radius + ridge) * (1 + 1e-12))
+
+
+def _solver_floor(
+    loss: _Loss, radius: float, dimension: int, ridge: float, linear_norm: float
+) -> float:
+    """The smallest solver tolerance the gradient-descent phase provably certifies.
+
+    From public quantities only: a, c (the loss), R, d, the ridge (λ + Δ), the data
+    term's weight cap V (:func:`_weight_cap`, which clips n/N) and a bound on ‖b‖/N.
+    With Θ (:func:`_iterate_bound`), E = :func:`_gradient_error` at Θ and β̄
+    (:func:`_smoothness`): tol ≥ 2.0002·(G + E) with G = 2.0001·(E + β̄·u·Θ) — the
+    condition of :func:`_gradient_steps`' proof. (It implies the earlier floor's claim:
+    some float vector near the minimiser passes the certificate.)
+    """
+    theta = _iterate_bound(loss, radius, ridge, linear_norm)
+    error = _gradient_error(loss, radius, dimension, ridge, linear_norm, theta)
+    reach = 2.0001 * (error + _smoothness(loss, radius, ridge) * _UNIT * theta)
+    return round_up(2.0002 * (reach + error))
+
+
+def _gradient_steps(
+    loss: _Loss, radius: float, dimension: int, ridge: float, linear_norm: float, tol: float
+) -> float:
+    """K: gradient-descent steps from 0 that provably reach a certified point (or ∞).
+
+    Public: the loss constants, R, d, the ridge α, the bound on ‖b‖/N, tol ≥
+    :func:`_solver_floor`. Notation: J the normalised objective (α-strongly convex, ∇J
+    β-Lipschitz with β ≤ β̄ = :func:`_smoothness`; C¹ suffices, so the Huber kinks are
+    covered), D_k = J(θ_k) − J*, g_k = ∇J(θ_k) exact, ĝ_k computed, Θ, E as in
+    :func:`_solver_floor`, G = tol/2.0002 − E.
+
+    *Certified once ‖g‖ ≤ G.* Then ‖ĝ‖ ≤ G + E = tol/2.0002, so the solver runs the
+    certificate, which is (‖ĝ‖ + its bound ≤ E)(1 + 10⁻⁶) ≤ tol (E ≤ tol/6 at the floor).
+
+    *One step while ‖g_k‖ > G.* The step taken, θ_{k+1} − θ_k = −ĝ_k/β + r_k (r_k the
+    rounding of the division and subtraction: ‖r_k‖ ≤ u‖θ_k‖ + 2.01u‖ĝ_k‖/β), is
+    −(g_k + e_k)/β with ‖e_k‖ ≤ ‖ĝ_k − g_k‖ + β‖r_k‖ ≤ (1 + 2.01u)E + β̄uΘ + 2.01u‖g_k‖
+    ≤ ‖g_k‖/2, because G ≥ 2.0001(E + β̄uΘ) (the floor). The descent lemma for a
+    β-smooth J gives J(θ_{k+1}) ≤ J(θ_k) − (‖g_k‖² − ‖e_k‖²)/(2β) ≤ J(θ_k) −
+    (3/8)‖g_k‖²/β, and strong convexity ‖g_k‖² ≥ 2αD_k, so D_{k+1} ≤ (1 − 3α/(4β̄))·D_k.
+    J decreases, so every iterate stays in {J ≤ J(0)}, where ‖θ‖ ≤ Θ and E applies
+    (induction from θ₀ = 0).
+
+    *The count.* If ‖g_k‖ > G for k = 0, …, K then G² < ‖g_K‖² ≤ 2β̄D_K ≤
+    2β̄D₀·exp(−3αK/(4β̄)), impossible once K ≥ (4β̄/(3α))·log(2β̄D₀/G²). D₀ ≤ g₀²/(2α)
+    (strong convexity, g₀ = V·a·R + ‖b‖/N), and for the classification losses also
+    D₀ ≤ V·φ₀ + ‖b/N‖²/(2α) (J(0) ≤ V·φ₀, J* ≥ −‖b/N‖²/(2α)). So K grows like
+    κ̄·log(κ̄·g₀²/G²) with the public condition number κ̄ = β̄/α = 1 + V·c·R²/ridge.
+    """
+    theta = _iterate_bound(loss, radius, ridge, linear_norm)
+    error = _gradient_error(loss, radius, dimension, ridge, linear_norm, theta)
+    beta = _smoothness(loss, radius, ridge)
+    reach = tol / 2.0002 - error
+    if not reach >= 2.0001 * (error + beta * _UNIT * theta):  # below the floor
+        return math.inf
+    v = _weight_cap()
+    log_gap = 2 * math.log(v * loss.a * radius + linear_norm) - math.log(2 * ridge)
+    phi0 = _phi0(loss)
+    if phi0 is not None:
+        log_gap = min(log_gap, math.log(v * phi0 + linear_norm**2 / (2 * ridge)))
+    log_ratio = math.log(2 * beta) + log_gap - 2 * math.log(reach)
+    steps = 4 * beta / (3 * ridge) * max(log_ratio, 0.0) * (1 + 1e-9)
+    return float(math.ceil(steps)) + 1.0 if math.isfinite(steps) else math.inf
 
 
 # -- the privacy arithmetic ---------------------------------------------------------------
@@ -670,6 +861,77 @@ def _gaussian_delta(epsilon_g: float, mu: float, adjacency: str) -> float:
         return min(1.0, round_up(4 * float(stats.norm.sf(t * (1 - _MARGIN)))))
     t = (epsilon_g - mu * mu / 2) / mu
     return min(1.0, round_up(2 * float(stats.norm.sf(t * (1 - _MARGIN)))))
+
+
+def _weighted_gaussian_delta(
+    epsilon_g: float, mu: float, factor: float, spread: float, dimension: int
+) -> float:
+    """δ of a Gaussian b under add/remove with the row weights (issue 31, F5), rounded up.
+
+    μ = L/σ (L = a·R, one row's gradient), F = ``factor``, s = ``spread`` ≥ n·(v(n) −
+    v(n + 1)) for every n. Under D (n rows, weight v; D′ adds z, weight v′ = v(n + 1))
+    the noise term of the privacy loss at the output θ̂ is (2bᵀΔ + ‖Δ‖²)/(2σ²), with b =
+    the noise drawn (exactly N(0, σ²I)) and Δ = (v − v′)·Σ_D φ′ᵢ(θ̂)xᵢ − v′φ′_z(θ̂)x_z.
+    The second part has the fixed direction x_z: |bᵀ(v′φ′_z x_z)| ≤ v′·L·σ|Z|, Z =
+    bᵀx_z/(‖x_z‖σ) standard normal. The first part's direction moves with θ̂, hence
+    with b (the argument for a fixed row does not apply to it; there is no dimension-free
+    bound for a shift that adapts to b), so only |bᵀΔ₁| ≤ ‖b‖·(v − v′)·n·L = s·L·σχ
+    with χ = ‖b‖/σ ~ χ_d. With v′ + n(v − v′) ≤ F, n(v − v′) ≤ s and |Z| ≤ χ, the loss
+    is at most μ((F − s)|Z| + sχ) + (Fμ)²/2 (the worst split), in either direction (the
+    reverse is the same argument at D′'s output). So δ ≤ P(A|Z| + B·√(Z² + Q) > t),
+    A = (F − s)μ, B = sμ, t = ε_G − (Fμ)²/2, Q ~ χ²_{d−1} independent of Z. The event
+    grows with |Z|, so an upper Riemann sum over bins [z_k, z_{k+1}) of |Z| bounds it:
+
+        δ ≤ Σ_k P(|Z| ∈ [z_k, z_{k+1}))·P(Q > ((t − A·z_{k+1})/B)² − z_{k+1}²) + P(|Z| ≥ z_K),
+
+    with 2048 bins up to min(t/A, 40), rounded up. Under replace-one neighbours share n,
+    Δ's first part is 0, and :func:`_gaussian_delta` applies.
+    """
+    t = (epsilon_g - (factor * mu) ** 2 / 2) * (1 - _MARGIN)
+    if not t > 0:
+        return 1.0
+    fixed, moving = (factor - spread) * mu, spread * mu
+    top = min(t / fixed, 40.0)
+    edges = np.linspace(0.0, top, 2049)
+    mass = 2 * (stats.norm.sf(edges[:-1]) - stats.norm.sf(edges[1:]))  # P(|Z| in a bin)
+    upper = edges[1:]
+    room = np.maximum(t - fixed * upper, 0.0)  # t − A·z_{k+1} ≥ 0 up to rounding
+    threshold = (room / moving) ** 2 - upper * upper
+    if dimension > 1:
+        rest = stats.chi2.sf(np.maximum(threshold, 0.0), dimension - 1)
+    else:  # Q = 0: χ = |Z|
+        rest = np.zeros_like(threshold)
+    rest = np.where((threshold > 0) & (room > 0), rest, 1.0)
+    total = float(np.sum(np.maximum(mass, 0.0) * rest)) + 2 * float(stats.norm.sf(top))
+    return min(1.0, round_up(total * (1 + 1e-9) + 1e-300))
+
+
+def _weighted_gaussian_sigma(
+    plan: PerturbationPlan, lipschitz: float, factor: float, spread: float, dimension: int
+) -> float:
+    """The smallest σ ≥ the plan's whose :func:`_weighted_gaussian_delta` is ≤ its δ.
+
+    Bisection in log σ (δ falls as σ grows), returning the feasible end.
+    """
+    delta = plan.delta
+
+    def feasible(sigma: float) -> bool:
+        mu = lipschitz / sigma
+        return _weighted_gaussian_delta(plan.epsilon_noise, mu, factor, spread, dimension) <= delta
+
+    lo = hi = plan.scale
+    while not feasible(hi):
+        lo, hi = hi, hi * 2
+        if not math.isfinite(hi):  # pragma: no cover - the plan's σ is finite
+            raise InvalidArgumentError("no finite Gaussian noise meets the row-weight bound.")
+    if lo == hi:
+        return hi
+    for _ in range(100):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if feasible(mid) else (mid, hi)
+        if hi - lo <= 1e-12 * hi:
+            break
+    return hi
 
 
 def _finite_positive(name: str, value: Any) -> float:
@@ -1186,6 +1448,31 @@ class _ERM(PrivateEstimator):
         tol = _finite_positive("tol", self.tol)
         return tol, check_int_at_least("max_iter", self.max_iter, 1)
 
+    def _fallback(
+        self, loss: _Loss, radius: float, d: int, ridge: float, linear_norm: float, tol: float
+    ) -> tuple[int, float]:
+        """The provable gradient-descent phase's (steps, β̄); refuses beyond the cap.
+
+        From public quantities only, before anything is charged: a fit whose public step
+        bound (:func:`_gradient_steps`) exceeds the cap is refused for every data set
+        alike, and a fit within it certifies for every data set (issue 31, F1).
+        """
+        steps = _gradient_steps(loss, radius, d, ridge, linear_norm, tol)
+        if not steps <= _STEP_CAP:
+            beta = _smoothness(loss, radius, ridge)
+            width = ", or `huber_width` (c = 1/(2h))" if loss.name == "huber_svm" else ""
+            raise InvalidArgumentError(
+                f"the solver cannot be guaranteed to converge: its public bound is {steps:.3g} "
+                f"gradient steps, above the {_STEP_CAP:.0e} allowed, because the objective's "
+                f"public condition number 1 + V·c·R²/ridge = {beta / ridge:.3g} is too large "
+                f"(ridge = {ridge!r}, c = {loss.c!r}, R² = {radius * radius:.6g}, "
+                f"V = {_weight_cap():.4g} the most weight the rows can carry). Raise "
+                f"`l2_regularization`{width}; lowering `intercept_scaling` relative to "
+                "`x_bound`, or raising `tol`, helps less. This refusal depends on the "
+                "parameters only, never on the data."
+            )
+        return int(steps), _smoothness(loss, radius, ridge)
+
     def _regularization(self) -> float:
         return _finite_positive("l2_regularization", self.l2_regularization)
 
@@ -1242,9 +1529,12 @@ class _Objective(_ERM):
         the plan is calibrated for (ε(1 − share) − d·log ρ)/F with the pure noises (and
         charged ε_plan + (F − 1)·ε′ + d·log ρ ≤ ε(1 − share)), or for
         ε(1 − share) − d·log ρ with a Gaussian b sized for the row gradient F·a·R (and
-        charged ε_plan + d·log ρ). The solver's tolerance is at least
-        :func:`_solver_floor` for ‖b‖ ≤ 64·(its scale)·(d, or √d for Gaussian b);
-        beyond (probability below 1e-25) the certificate may fail, after the charge.
+        charged ε_plan + d·log ρ), its σ then raised to meet
+        :func:`_weighted_gaussian_delta`. The solver's tolerance is at least
+        :func:`_solver_floor`, and its gradient phase's step count
+        (:func:`_gradient_steps`, refused before the charge above the cap), for
+        ‖b‖ ≤ 64·(its scale)·(d, or √d for Gaussian b); beyond (probability below
+        1e-25) the certificate may fail, after the charge.
         """
         self._budget()
         variant = self._variant()
@@ -1292,6 +1582,11 @@ class _Objective(_ERM):
         extra = (factor - 1) * plan.epsilon_noise if pure else 0.0
         charged = sum_up(plan.epsilon, round_up(extra), reverse)
         plan = replace(plan, epsilon=charged, epsilon_jacobian=charged - plan.epsilon_noise)
+        if noise == "gaussian" and adjacency == ev.ADD_REMOVE:
+            # b's change has a part whose direction moves with the output (the rows'
+            # weights): more noise for the same (ε, δ) (issue 31, F5)
+            sigma = _weighted_gaussian_sigma(plan, loss.a * radius, factor, _weight_spread(size), d)
+            plan = replace(plan, scale=sigma)
         ridge = lam + plan.extra_regularization
         spread = {"laplace": d, "l1_laplace": math.sqrt(2 * d), "gaussian": math.sqrt(d)}
         mean_b = plan.scale * spread[plan.noise]  # about E‖b‖
@@ -1300,6 +1595,7 @@ class _Objective(_ERM):
             _tolerance(tol, loss.a * radius + mean_b / size),
             _solver_floor(loss, radius, d, ridge, b_bound / size),
         )
+        fallback = self._fallback(loss, radius, d, ridge, b_bound / size, solver_tol)
         shift = div_up(2 * solver_tol, ridge)  # ‖θ̃(D) − θ̂(D)‖ + ‖θ̃(D′) − θ̂(D′)‖
         weighted = self._weighted_size(rows, size)
         perturbation = _ObjectiveNoise(plan, d)
@@ -1319,7 +1615,9 @@ class _Objective(_ERM):
         def minimiser(outputs: list[Any]) -> np.ndarray:
             b = np.asarray(outputs[0], dtype=float)
             try:
-                theta, _ = _minimise(Xs, ys, loss, ridge, b / size, solver_tol, max_iter, weighted)
+                theta, _ = _minimise(
+                    Xs, ys, loss, ridge, b / size, solver_tol, max_iter, weighted, fallback
+                )
             except ConvergenceError as error:
                 raise ConvergenceError(
                     f"{error} The perturbation b was already charged and drawn "
@@ -1350,7 +1648,8 @@ class _Output(_ERM):
 
         The rows weigh v(n) (the row-count clip): the sensitivity charged is
         F·k·a·R/(Nλ) + 2·tol/λ (F = 1 under replace-one), and ``tol`` is at least
-        :func:`_solver_floor`, which every data set can be certified to.
+        :func:`_solver_floor`, which every data set is certified to within the public
+        step count of :func:`_gradient_steps` (refused before any charge above the cap).
         """
         self._budget()
         variant = self._variant()
@@ -1366,7 +1665,10 @@ class _Output(_ERM):
         main = div_up(round_up(factor * _k(adjacency) * loss.a * radius), size * lam)
         sensitivity = sum_up(main, div_up(2 * solver_tol, lam))
         weighted = self._weighted_size(Xs.shape[0], size)
-        theta, _ = _minimise(Xs, ys, loss, lam, np.zeros(d), solver_tol, max_iter, weighted)
+        fallback = self._fallback(loss, radius, d, lam, 0.0, solver_tol)
+        theta, _ = _minimise(
+            Xs, ys, loss, lam, np.zeros(d), solver_tol, max_iter, weighted, fallback
+        )
         if noise == "laplace":
             mechanism: Any = KNorm(epsilon, sensitivity, norm="l2", dimension=d)
         else:
@@ -1403,9 +1705,10 @@ _COMMON_ARGS = """epsilon: The ε this fit must meet.
         tol: Gradient-norm tolerance of the solver, ‖∇J‖/N ≤ tol (floored by public
             quantities so that every data set can be certified to it; the value used is
             ``solver_tol_``).
-        max_iter: Kept for compatibility: the solver iterates until its certificate
-            holds (at most max(max_iter, 100,000) iterations), because a count that
-            sufficed for one data set and not for its neighbour decided the outcome.
+        max_iter: Newton iterations tried (at least 100) before the solver falls back
+            to gradient descent, which certifies within a public number of steps
+            (settings whose bound exceeds 10⁹ steps are refused before any charge): the
+            count never decides whether a fit releases, only how long it takes.
         variant: "calibrated" (default) or "published" (the paper's constants, charged
             at their true cost).
         ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
