@@ -102,6 +102,7 @@ def _run_limited(body: str) -> None:
     assert result.stdout.strip().endswith("OK")
 
 
+@pytest.mark.slow
 def test_huge_counts_fit_in_4_gb():
     """Issue 10 item 18: counts of 1e12 are refused by PLD before allocating; auto answers.
 
@@ -225,6 +226,7 @@ def test_lower_bounds_never_exceed_the_exact_epsilon(sigma, count, epsilon0, del
     assert _gaussian_plus_pure_delta(high, mu, epsilon0) <= delta * (1 + 1e-9)
 
 
+@pytest.mark.slow
 def test_lower_bound_survives_a_tilted_window_beyond_the_grid_cap():
     """Found by the property test above: the untilted lower composition certified a bound,
     a tilted one then needed more than MAX_GRID_POINTS, and its refusal discarded the
@@ -264,6 +266,7 @@ def test_failed_lower_bound_is_none_not_the_upper_bound(monkeypatch):
     assert low is None and math.isfinite(high)
 
 
+@pytest.mark.slow
 def test_audit_with_a_count_of_1e12_fits_in_4_gb(tmp_path):
     """Issue 10 item 18: an audit of 1e12 DP-SGD steps answers within 4 GB (main: OOM)."""
     declaration = tmp_path / "big.toml"
@@ -321,6 +324,7 @@ def test_audit_does_not_call_a_true_low_rate_claim_violated():
     assert report.epsilon_lower is not None and report.epsilon_lower <= 0.2997
 
 
+@pytest.mark.slow
 def test_lower_bound_coarsens_instead_of_refusing_beyond_the_grid_cap():
     """Found by the property test above: 528 Gaussians with σ = 0.3 at δ = 1e-15 needed
     1.68e7 points on the default step, and epsilon_lower_bound refused while

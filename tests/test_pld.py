@@ -180,6 +180,7 @@ def test_one_discrete_gaussian_upper_bound_keeps_its_far_tail(sigma, shift):
                 assert _discrete_gaussian_delta(sigma, shift, epsilon) <= delta, (method, delta)
 
 
+@pytest.mark.slow
 def test_a_subsampled_one_dimensional_discrete_gaussian_is_accounted():
     """The dominating discrete Gaussian pair carries its far tail at +∞; Poisson sampling
     refused any base pair with mass there, so this event (accounted before) raised
@@ -496,6 +497,7 @@ def test_direct_transform_is_within_its_bound_of_50_digit_sums(seed, chunk, monk
     assert bounds[0] < _fft_error(size) * total / 20
 
 
+@pytest.mark.slow
 def test_direct_transform_memory_does_not_grow_with_window_times_frequencies():
     """256 recomputed frequencies over a window of 2²² points: the (frequency × block)
     arrays are built a few frequencies at a time. Built at once they took 128 MiB each and
