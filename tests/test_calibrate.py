@@ -7,7 +7,7 @@ import warnings
 
 import mpmath
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import dpledger.accountant as acc
@@ -106,8 +106,11 @@ def _check_sampled(target, method):
     smaller = ev.PoissonSampled(ev.Gaussian(sigma * (1 - tolerance)), rate) * count
     if method == "auto" and -math.expm1(count * math.log1p(-rate)) <= delta:
         # a record is sampled at all with probability ≤ δ: every σ > 0 meets the target
-        # ((0, p)-DP), so there is no smallest σ to be minimal against
-        assert acc.delta(smaller, epsilon) <= delta
+        # ((0, p)-DP), so there is no smallest σ to be minimal against. At p = δ exactly the
+        # true δ(ε) of a smaller σ lies just below p, and the accountant's rounding guard
+        # (an upper bound) may put it 3e-10 relative above: the calibrated σ itself is
+        # checked exactly above, the smaller one up to that guard
+        assert acc.delta(smaller, epsilon) <= delta * (1 + 1e-9)
         return
     assert acc.delta(smaller, epsilon, method=method) > delta
 
@@ -217,6 +220,7 @@ def test_sampled_calibration_meets_target_thorough(target):
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(sampled_targets)
+@example((1.0, 0.0078125, 1, 0.0078125))  # p = δ exactly: the accountant's guard
 def test_sampled_calibration_meets_target_auto_thorough(target):
     _check_sampled(target, "auto")
 
