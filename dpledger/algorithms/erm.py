@@ -353,13 +353,10 @@ def _certified_gradient_norm(
     absX = np.abs(X)
     t_error = _gamma(d + 2) * (absX @ np.abs(theta)) * (1 + 1e-12)
     d1_error = loss.curvature_bound(t, y, t_error) * t_error + loss.derivative_error(t, y, d1)
-    sums, depth = _tree_sum(X * d1[:, None])
+    gradient, data_part, ridge_part, depth = _assemble(X, d1, ridge, linear, theta, n)
     magnitude, _ = _tree_sum(absX * np.abs(d1)[:, None])
     value_error, _ = _tree_sum(absX * d1_error[:, None])
     sum_error = value_error + (_gamma(depth + 2) + _UNIT) * magnitude * (1 + _gamma(depth + 2))
-    data_part = sums / n
-    ridge_part = ridge * theta
-    gradient = data_part + ridge_part + linear
     error = (
         sum_error / n
         + 3 * _UNIT * np.abs(data_part)
@@ -387,8 +384,27 @@ def _gradient(
     """
     t = X @ theta
     value, d1, d2 = loss.derivatives(t, y)
-    g = _tree_sum(X * d1[:, None])[0] / n + ridge * theta + linear
-    return t, value, g, d2
+    return t, value, _assemble(X, d1, ridge, linear, theta, n)[0], d2
+
+
+def _assemble(
+    X: np.ndarray,
+    d1: np.ndarray,
+    ridge: float,
+    linear: np.ndarray,
+    theta: np.ndarray,
+    n: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(ĝ, data part, ridge part, sum depth): ĝ = pairwise Σφ′ᵢxᵢ / N + ridge·θ + b/N.
+
+    The one place the gradient's floating-point operations are fixed, shared by the solver
+    (:func:`_gradient`) and the certificate (:func:`_certified_gradient_norm`), so the
+    certificate's error bound is a bound on the ĝ the solver steps with.
+    """
+    sums, depth = _tree_sum(X * d1[:, None])
+    data_part = sums / n
+    ridge_part = ridge * theta
+    return data_part + ridge_part + linear, data_part, ridge_part, depth
 
 
 def _minimise(

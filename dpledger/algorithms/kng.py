@@ -73,7 +73,12 @@ import numpy as np
 from sklearn.base import RegressorMixin
 
 from dpledger._public import namespace
-from dpledger._validation import check_choice, check_int_at_least, check_probability
+from dpledger._validation import (
+    check_choice,
+    check_int_at_least,
+    check_positive,
+    check_probability,
+)
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms.base import PrivateEstimator, Release, store_parameters
@@ -307,6 +312,11 @@ def sampler_epsilon(kind: str, epsilon: float, b: float, ridge: float, adjacency
     Returns ε_d (rounded down); raises :class:`InvalidArgumentError` naming ``ridge`` if no
     ε_d > 0 exists (a public condition, decided before the charge).
     """
+    kind = check_choice("kind", kind, ("kng", "exponential"))
+    adjacency = check_choice("adjacency", adjacency, (ev.ADD_REMOVE, ev.REPLACE_ONE))
+    epsilon, b, ridge = (
+        check_positive(k, v) for k, v in (("epsilon", epsilon), ("b", b), ("ridge", ridge))
+    )
     log_j = _log_det_ratio_bound(b, ridge)
     if kind == "kng":
         density = epsilon if log_j <= epsilon / 2.0 else 2.0 * (epsilon - log_j)
@@ -334,6 +344,8 @@ def auto_ridge(kind: str, epsilon: float, b: float) -> float:
     b²/(e^{ε/10} − 1), so ε_d = ε under add/remove and 0.95ε under replace-one. Never below
     b²·2⁻⁶⁰ (then log J ≤ 41.6, below ε/2 or ε/10 wherever the floor applies).
     """
+    kind = check_choice("kind", kind, ("kng", "exponential"))
+    epsilon, b = check_positive("epsilon", epsilon), check_positive("b", b)
     share = epsilon / 2.0 if kind == "kng" else epsilon / 10.0
     # beyond share = 700 the floor is larger anyway (and expm1 would overflow)
     return max(b * b / math.expm1(min(share, 700.0)) * (1.0 + 2.0**-40), b * b * 2.0**-60)
