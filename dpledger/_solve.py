@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from scipy import optimize
 
-__all__ = ["NoSafeValueError", "largest_holding", "smallest_satisfying"]
+__all__ = ["NoSafeValueError", "largest_holding", "smallest_satisfying", "step_up"]
 
 _BIG = 1e300
 
@@ -107,19 +107,62 @@ def smallest_satisfying(
             else:
                 unsafe = mid
         return safe
-    # Safe-side step: re-evaluate, and walk up by growing relative steps if needed.
-    # the root is within ~rtol of the boundary: start stepping at a fraction of that scale
-    # (fine enough to stay within rtol of the smallest safe x, few doublings to reach it)
-    x, step = root, max(abs(root) * max(rtol / 16, 2.0**-50), xtol)
-    for _ in range(200):
-        if x >= hi:
-            return hi
-        if excess(x) <= 0:
+    # Safe-side step: re-evaluate, and walk up by growing steps if needed. The root is
+    # within ~rtol of the boundary: start stepping at a fraction of that scale (fine
+    # enough to stay within rtol of the smallest safe x, few doublings to reach it).
+    return step_up(
+        lambda x: excess(x) <= 0,
+        root,
+        first_step=max(abs(root) * max(rtol / 16, 2.0**-50), xtol),
+        high=hi,
+        what=what,
+    )
+
+
+def step_up(
+    holds: Callable[[float], bool],
+    start: float,
+    *,
+    first_step: float | None = None,
+    relative: float = 2.0**-40,
+    high: float = math.inf,
+    tries: int = 200,
+    what: str = "parameter",
+) -> float:
+    """The first of ``start``, ``start + s``, ``start + 3s``, … where ``holds`` (safe side).
+
+    The one "step to the safe side" of every calibration (capped at ``high``).
+
+    A value computed in floating point (a root, a scaled noise, a rounded share) can land
+    a hair on the unsafe side of an exact test; this walks it up by a step that doubles
+    each time, so a value whose last bits carry no precision (a subnormal, a huge scale)
+    still gets there in a few dozen evaluations, and the answer is always one where
+    ``holds`` was *seen* to be true. ``holds(high)`` is trusted when the walk reaches it
+    (the caller has checked the bracket's upper end).
+
+    Args:
+        holds: The exact test ("this noise is accepted"), non-decreasing in its argument.
+        start: The first value tried.
+        first_step: The first (absolute) step; default ``relative · |start|``.
+        relative: The default first step relative to ``start``.
+        high: The bracket's safe upper end (never exceeded).
+        tries: Evaluations before giving up.
+        what: The parameter's name, for the error message.
+
+    Raises:
+        NoSafeValueError: No value tried held.
+    """
+    x = start
+    step = first_step if first_step is not None else max(abs(start) * relative, 5e-324)
+    for _ in range(tries):
+        if x >= high:
+            return high
+        if holds(x):
             return x
-        x = min(hi, x + step)
+        x = min(high, x + step)
         step *= 2.0
     raise NoSafeValueError(
-        f"could not confirm a safe {what} near {root!r} in [{lo!r}, {hi!r}]", bracket=(lo, hi)
+        f"could not confirm a safe {what} near {start!r} (up to {x!r})", bracket=(start, x)
     )
 
 
