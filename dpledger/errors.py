@@ -1,4 +1,4 @@
-"""The exceptions dpledger raises.
+"""The exceptions and warnings dpledger raises — all of them, in this one module.
 
 Few types, each a subclass of a built-in one so that ordinary ``except ValueError``
 code keeps working. Every message says what was wrong, which value, and how to fix it.
@@ -12,10 +12,13 @@ __all__ = [
     "BudgetExceededError",
     "CalibrationError",
     "DPLedgerError",
+    "FloatingPointWarning",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
     "LedgerIntegrityError",
+    "LegacyFormulaWarning",
     "NotApplicableError",
+    "RepeatedNoiseWarning",
     "UnboundedLossError",
 ]
 
@@ -78,6 +81,22 @@ class BudgetExceededError(DPLedgerError, ValueError):
 
 class LedgerIntegrityError(DPLedgerError, ValueError):
     """A stored ledger fails verification (edited, truncated or for another budget)."""
+
+
+
+# -- warnings ------------------------------------------------------------------------------
+
+
+class FloatingPointWarning(UserWarning):
+    """Textbook floating-point noise was requested (Mironov 2012: it can leak the input)."""
+
+
+class LegacyFormulaWarning(UserWarning):
+    """A textbook formula was used outside the range where it is proved."""
+
+
+class RepeatedNoiseWarning(UserWarning):
+    """A seeded fit on its own per-fit ledger repeats noise an earlier fit already drew."""
 
 
 __dir__ = namespace(__all__)

@@ -30,8 +30,8 @@ from dpledger._numerics import float_up, mul_up, round_up, sum_up
 from dpledger._public import namespace
 from dpledger._validation import check_nonnegative, check_probability
 from dpledger.accountant import events as ev
-from dpledger.accountant._atoms import fixed_guarantee
 from dpledger.accountant._base import Accountant, Summary
+from dpledger.accountant.costs import fixed_guarantee
 from dpledger.errors import NotApplicableError
 
 __all__ = ["BasicAccountant", "BasicSummary", "amplify_by_subsampling", "dp_guarantee"]

@@ -33,13 +33,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import threading
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import groupby
 from typing import Any, TypeVar, overload
 
 import numpy as np
@@ -50,12 +47,12 @@ from dpledger._validation import check_positive, check_probability
 from dpledger.accountant import events as ev
 from dpledger.errors import (
     BudgetExceededError,
-    CalibrationError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
+    RepeatedNoiseWarning,
 )
-from dpledger.ledger import Ledger
-from dpledger.mechanisms._rng import resolve_rng
+from dpledger.ledger import Ledger, Reservation
+from dpledger.ledger.planning import noise_generator
 from dpledger.mechanisms.exact_value import ExactValue
 
 __all__ = [
@@ -71,54 +68,6 @@ __all__ = [
 ADJACENCIES = (ev.ADD_REMOVE, ev.REPLACE_ONE)
 _T = TypeVar("_T")
 VARIANTS = ("calibrated", "published")
-
-
-class RepeatedNoiseWarning(UserWarning):
-    """A seeded fit on its own per-fit ledger repeats noise an earlier fit already drew."""
-
-
-_USED_SEEDS: set[str] = set()
-_USED_LOCK = threading.Lock()
-
-
-def noise_generator(rng: Any, ledger: Ledger | None) -> np.random.Generator:
-    """The generator a fit draws its noise from (call only once its releases are checked).
-
-    Without ``rng``: a fresh OS-seeded generator. With a seed or a Generator (for
-    reproducible experiments), the stream is derived from it *and* from the shared
-    ledger's position (its head: receipt count and hash), so two fits drawing on one
-    ledger never draw the same noise — not even clones whose Generator ``sklearn.clone``
-    deep-copied with its state, as in cross-validation. Identical noise in two releases
-    would publish the difference of their statistics without noise and void every
-    composition theorem. A Generator passed in is advanced (a draw of its seed), so
-    successive fits with one Generator differ too. On a per-fit ledger (``ledger`` None)
-    there is no shared position: a repeat of the same seed material in this process is
-    warned about (:class:`RepeatedNoiseWarning`).
-    """
-    if rng is None:
-        return resolve_rng(None)
-    if isinstance(rng, np.random.Generator):
-        material = [int(v) for v in rng.integers(0, 2**63 - 1, size=4)]
-    else:
-        material = [int(resolve_rng(rng).integers(0, 2**63 - 1))]
-    if ledger is not None:
-        count, digest = ledger.head
-        material += [int(count), int(hashlib.sha256(digest.encode()).hexdigest()[:15], 16)]
-    else:
-        key = repr(material)
-        with _USED_LOCK:
-            repeated = key in _USED_SEEDS
-            _USED_SEEDS.add(key)
-        if repeated:
-            warnings.warn(
-                "this fit's seed repeats noise an earlier fit in this process already drew "
-                "(the same int seed, or a copied Generator, on a per-fit ledger): releases "
-                "with identical noise publish the difference of their statistics. Use a new "
-                "seed per fit, rng=None, or a shared ledger (its position enters the seed).",
-                RepeatedNoiseWarning,
-                stacklevel=4,
-            )
-    return np.random.default_rng(np.random.SeedSequence(material))
 
 
 def store_parameters(estimator: Any, parameters: dict[str, Any]) -> None:
@@ -253,14 +202,6 @@ def one_fit_budget(holder: Any) -> _Lineage:
         return lineage
 
 
-@dataclass(frozen=True)
-class _Scaled:
-    """A schedule at noise scale p, as one composed event (for ledger calibration)."""
-
-    p: float
-    event: ev.Event
-
-
 class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
     """Base class: budget, ledger, variant and adjacency handling shared by estimators.
 
@@ -364,124 +305,84 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
             X = X.to_dask_array().astype(float)
         return X
 
-    # -- the schedule: calibrate, check, release ---------------------------------------
+    # -- the schedule: the one planning path (Ledger.reserve) ---------------------------
+
+    def _reserve(
+        self,
+        schedule: Callable[[float], Sequence[Any]] | Sequence[Any],
+        ledger: Ledger | None,
+        *,
+        initial: float = 1.0,
+    ) -> Reservation:
+        """This fit's schedule, planned by :meth:`Ledger.reserve <dpledger.Ledger.reserve>`.
+
+        ``schedule``: p ↦ the fit's mechanisms at noise p (calibrated), or the mechanisms
+        themselves (a published variant's fixed noise). Without a shared ``ledger``: the
+        estimator's one-fit ledger of (ε, δ), which *plans* the schedule when it opens
+        (claiming the one-fit budget, atomically: a second fit of this estimator or a copy
+        is refused). With one: calibrated for (ε, δ) in that ledger's currency and checked
+        against it when it opens. Nothing is recorded until :meth:`_release`.
+        """
+        epsilon, delta = self._budget()
+        name = type(self).__name__
+        safe = bool(getattr(self, "safe_noise", False))
+        if ledger is not None:
+            return ledger.reserve(
+                schedule, epsilon=epsilon, delta=delta, initial=initial, rng=self.rng, safe=safe
+            )
+        own = Ledger(epsilon, delta, adjacency=self._adjacency())
+        reservation = own.reserve(
+            schedule, plan=True, initial=initial, rng=self.rng, label=f"{name}.fit", safe=safe
+        )
+
+        def claim(open_now: Callable[[], None]) -> None:
+            # this estimator's one-fit budget, shared with its copies: a second fit (of
+            # it, a clone or a deepcopy) is refused, never given a fresh budget
+            one_fit_budget(self).claim(name, (epsilon, delta), open_now)
+
+        reservation.guard(claim)
+        return reservation
+
+    def _release(self, reservation: Reservation, named: Sequence[tuple[str, Any]]) -> list[Any]:
+        """Release the whole schedule: ``named`` is each release's (name, statistic).
+
+        Every statistic is validated before the first charge (a callable statistic, of the
+        outputs so far, when it is computed); sets ``ledger_`` and ``releases_``.
+        """
+        outputs = reservation.release_all(named, prefix=f"{type(self).__name__}: ")
+        self._keep(reservation)
+        return outputs
+
+    def _keep(self, reservation: Reservation) -> None:
+        """Set ``ledger_`` and ``releases_`` (the events charged, in order) after a fit."""
+        self.ledger_ = reservation.ledger
+        self._own_ledger = reservation.planned
+        self.releases_ = list(reservation.events)
+
+    # -- (former names, while the estimators move to _reserve/_release) ----------------
 
     def _calibrate(
         self, make: Callable[[float], Sequence[Any]], ledger: Ledger | None, initial: float
     ) -> float:
-        """The smallest noise scale p whose schedule ``make(p)`` meets this fit's budget.
-
-        Without a shared ledger: jointly with the tightest non-adaptive method
-        (``calibrate.solve``, method "auto"); the per-fit ledger then plans exactly this
-        schedule. With one: in the shared ledger's own currency — the schedule must fit
-        a ledger of the same kind holding this fit's (ε, δ), which is then its share of
-        the shared budget — and never below the tightest noise for (ε, δ). (A Rényi
-        ledger's order may leave no budget at all for (ε, δ) alone: then the tightest
-        noise is used and the ledger charges it at its order.)
-        """
-        from dpledger.calibrate import solve
-
-        epsilon, delta = self._budget()
-
-        def composed(p: float) -> ev.Event:
-            # a run of the same mechanism (T identical steps) is one repeated event: its
-            # event is built once, not T times per solver iteration (10⁵ steps took 112 s)
-            parts = [
-                mechanism.event * count if count > 1 else mechanism.event
-                for mechanism, count in ((m, len(list(run))) for m, run in groupby(make(p)))
-            ]
-            return parts[0] if len(parts) == 1 else ev.Composed(tuple(parts))
-
-        try:
-            tightest = solve(composed, epsilon=epsilon, delta=delta, initial=initial)
-        except CalibrationError as error:
-            if getattr(self, "safe_noise", False):
-                raise CalibrationError(
-                    f"{error} The safe (discrete) noise's grid adds a rounding term to every "
-                    "release's sensitivity, which no amount of noise removes; at so small a "
-                    "budget use safe_noise=False (textbook noise) or a larger epsilon.",
-                    bracket=error.bracket,
-                ) from None
-            raise
-        if ledger is None:
-            return tightest
-        config = ledger._currency(composed(initial))  # an undecided auto ledger: by the schedule
-        if config.get("accountant") == "plan":
-            raise InvalidArgumentError(
-                "this ledger is planned: it accepts only the releases of its plan. Fit with "
-                "ledger=None (a per-fit planned ledger), or share an unplanned ledger."
-            )
-        try:
-            like = Ledger(epsilon, delta, adjacency=ledger.adjacency, **config)
-        except InvalidArgumentError:
-            # the currency cannot express (ε, δ) on its own (a Rényi ledger whose order
-            # suits its whole budget, not this share): the tightest noise for the fit's
-            # own guarantee; the shared ledger then charges it in its currency
-            return tightest
-        p = like.calibrate(lambda q: _Scaled(q, composed(q)), initial=initial).p
-        step = 2.0**-40
-        for _ in range(60):  # releases are charged one by one: re-check them as such
-            try:
-                like.check([m for m in make(p)])
-                return float(p)
-            except BudgetExceededError:
-                p *= 1 + step
-                step *= 2
-        like.check([m for m in make(p)])
-        return float(p)
+        noise = self._reserve(make, ledger, initial=initial).noise
+        assert noise is not None
+        return noise
 
     def _open_ledger(
         self, mechanisms: Sequence[Any], ledger: Ledger | None
     ) -> tuple[Ledger, np.random.Generator]:
-        """The ledger this fit's releases are charged to, and the generator of their noise.
-
-        Without a shared ``ledger``: the estimator's one-fit ledger of (ε, δ) that plans
-        exactly ``mechanisms`` (refused, recording nothing, if over budget, or if this
-        estimator or a copy of it has already fitted with it). With one: the
-        whole schedule is checked against it. Either way before the first release; the
-        generator comes from ``rng`` and the shared ledger's position (:func:`noise_generator`).
-        """
-        if ledger is None:
-            epsilon, delta = self._budget()
-            adjacency = self._adjacency()
-            name = type(self).__name__
-
-            def open_own() -> Ledger:
-                own = Ledger(epsilon, delta, adjacency=adjacency)
-                own.plan(mechanisms, label=f"{name}.fit")  # refuses over budget
-                return own
-
-            # this estimator's one-fit budget, shared with its copies: a second fit (of
-            # it, a clone or a deepcopy) is refused, never given a fresh budget
-            own = one_fit_budget(self).claim(name, (epsilon, delta), open_own)
-            return own, noise_generator(self.rng, None)
-        ledger.check(mechanisms, decide=True)
-        return ledger, noise_generator(self.rng, ledger)
+        reservation = self._reserve(mechanisms, ledger).open()
+        assert reservation.generator is not None
+        return reservation.ledger, reservation.generator
 
     def _keep_ledger(self, ledger: Ledger, own: bool, mechanisms: Sequence[Any]) -> None:
-        """Set ``ledger_`` and ``releases_`` (the events charged, in order) after a fit."""
         self.ledger_ = ledger
         self._own_ledger = own
         self.releases_ = [m.event for m in mechanisms]
 
     def _release_all(self, schedule: Sequence[Release], ledger: Ledger | None) -> list[Any]:
-        """Check the whole schedule, then charge and draw each release in order.
-
-        Sets ``ledger_`` and ``releases_``. Returns the noisy values.
-        """
-        mechanisms = [r.mechanism for r in schedule]
-        for r in schedule:  # every statistic must be releasable before the first charge
-            if not callable(r.value):
-                r.mechanism.validate(r.value)
-        own = ledger is None
-        ledger, generator = self._open_ledger(mechanisms, ledger)
-        name = type(self).__name__
-        outputs: list[Any] = []
-        for r in schedule:
-            value = r.value(list(outputs)) if callable(r.value) else r.value
-            outputs.append(ledger.release(r.mechanism, value, generator, label=f"{name}: {r.name}"))
-        self._keep_ledger(ledger, own, mechanisms)
-        return outputs
+        reservation = self._reserve([r.mechanism for r in schedule], ledger)
+        return self._release(reservation, [(r.name, r.value) for r in schedule])
 
     # -- a budget is never duplicated --------------------------------------------------
 

@@ -26,6 +26,7 @@ from dpledger.errors import (
     DPLedgerError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
+    LegacyFormulaWarning,
     NotApplicableError,
     UnboundedLossError,
 )
@@ -47,10 +48,6 @@ __all__ = [
 M = TypeVar("M", bound=Mechanism)
 
 _MAX_DOUBLINGS = 2000
-
-
-class LegacyFormulaWarning(UserWarning):
-    """A textbook formula was used outside the range where it is proved."""
 
 
 _MAX_COUNT = 2**63 - 1

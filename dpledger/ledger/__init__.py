@@ -1,17 +1,20 @@
-"""The ledger layer: budgets and filters, the store, and the :class:`Ledger`.
+"""The ledger layer: budgets and filters, the store, the planning path and the :class:`Ledger`.
 
-* :mod:`dpledger.ledger.filters` — typed budgets and the privacy filters a ledger can
-  keep (each valid under adaptivity), and the planned filter of a fixed schedule;
+* :mod:`dpledger.ledger.budgets` — typed budgets, one per currency;
+* :mod:`dpledger.ledger.filters` — the privacy filters a ledger can keep (each valid
+  under adaptivity); :mod:`dpledger.ledger.planned` — the filter of a fixed schedule;
+* :mod:`dpledger.ledger.receipts` — receipts and what a ledger records;
 * :mod:`dpledger.ledger.store` — SQLite persistence: hash chain, sealed head, one
   transaction per receipt;
-* :mod:`dpledger.ledger.core` — :class:`Ledger` and :class:`Receipt`.
+* :mod:`dpledger.ledger.planning` — the one planning path: calibrate a schedule,
+  reserve it, release it in order (:class:`Reservation`);
+* :mod:`dpledger.ledger.core` — :class:`Ledger`.
 """
 
 from __future__ import annotations
 
 from dpledger._public import namespace
-from dpledger.ledger.core import Ledger, Receipt
-from dpledger.ledger.filters import (
+from dpledger.ledger.budgets import (
     ApproxDPBudget,
     Budget,
     GDPBudget,
@@ -19,6 +22,9 @@ from dpledger.ledger.filters import (
     ScheduleBudget,
     ZCDPBudget,
 )
+from dpledger.ledger.core import Ledger
+from dpledger.ledger.planning import Reservation
+from dpledger.ledger.receipts import Receipt
 
 __all__ = [
     "ApproxDPBudget",
@@ -27,8 +33,11 @@ __all__ = [
     "Ledger",
     "RDPBudget",
     "Receipt",
+    "Reservation",
     "ScheduleBudget",
     "ZCDPBudget",
 ]
 
-__dir__ = namespace(__all__, "core", "filters", "store")
+__dir__ = namespace(
+    __all__, "budgets", "core", "filters", "planned", "planning", "receipts", "store"
+)

@@ -33,21 +33,19 @@ HMAC with a key), and everything is verified on open.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
-import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn
 
 from dpledger._format import up as fmt_up
 from dpledger._public import namespace
-from dpledger._validation import check_choice, check_nonnegative, check_positive, check_probability
+from dpledger._validation import check_choice, check_positive, check_probability
 from dpledger.accountant import METHODS
 from dpledger.accountant import events as ev
+from dpledger.calibrate.solver import check_count
 from dpledger.errors import (
     BudgetExceededError,
     DPLedgerError,
@@ -55,19 +53,25 @@ from dpledger.errors import (
     InvalidArgumentTypeError,
     LedgerIntegrityError,
     NotApplicableError,
-    UnboundedLossError,
 )
+from dpledger.ledger import planning
+from dpledger.ledger.budgets import Budget
 from dpledger.ledger.filters import (
     ACCOUNTANT_CHOICES,
     FILTERS,
-    INFINITE,
     AutoFilter,
-    Budget,
     Filter,
-    PlannedFilter,
     Total,
     make_filter,
-    schedule_runs,
+)
+from dpledger.ledger.planned import PlannedFilter, schedule_runs
+from dpledger.ledger.planning import Reservation
+from dpledger.ledger.receipts import (
+    Receipt,
+    as_event,
+    check_adjacency,
+    check_label,
+    shown_down,
 )
 from dpledger.ledger.store import (
     FORMAT,
@@ -84,194 +88,11 @@ __all__ = ["Ledger", "Receipt"]
 
 
 @dataclass(frozen=True)
-class Receipt:
-    """The record of one charge.
-
-    Attributes:
-        seq: Position in the ledger (0, 1, ...).
-        kind: "spend", or "plan" for the declaration of a planned schedule.
-        event: What was released (an event), or the planned schedule.
-        label: The caller's label, if any.
-        currency: The ledger's currency ("approx_dp", "zcdp", "gdp", "rdp", "plan").
-        charge: What this release cost, a typed budget in that currency
-            (``charge.epsilon_at(delta)``: the same in ε at the ledger's δ).
-        total: The cumulative spend after it (rounded up), a typed budget.
-        epsilon: The filter-tracked ε after it (at the ledger's δ).
-        delta: The δ it is reported at.
-        timestamp: UTC time of the charge (ISO 8601).
-        hash: The receipt's chain hash (hex).
-        mechanism: The mechanism charged, in data units (its repr), when a mechanism was
-            spent; ``event`` is what it releases (for the safe Laplace and Gaussian, the
-            discrete event in grid units).
-    """
-
-    seq: int
-    kind: str
-    event: ev.Event
-    label: str | None
-    currency: str
-    charge: Budget
-    total: Budget
-    epsilon: float
-    delta: float
-    timestamp: str
-    hash: str
-    mechanism: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return {
-            "seq": self.seq,
-            "kind": self.kind,
-            "event": ev.to_dict(self.event),
-            "label": self.label,
-            "currency": self.currency,
-            "charge": list(self.charge.as_tuple()),
-            "total": list(self.total.as_tuple()),
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "timestamp": self.timestamp,
-            "hash": self.hash,
-            "mechanism": self.mechanism,
-        }
-
-
-def _as_event(item: Any, epsilon: Any, delta: Any) -> ev.Event:
-    if item is None:
-        if epsilon is None:
-            raise InvalidArgumentError(
-                "spend() needs an event, a mechanism, or `epsilon=` (and optionally `delta=`)."
-            )
-        eps = check_nonnegative("epsilon", epsilon)
-        d = check_probability("delta", 0.0 if delta is None else delta)
-        return ev.ApproxDP(eps, d) if d > 0 else ev.PureDP(eps)
-    if epsilon is not None or delta is not None:
-        raise InvalidArgumentError(
-            "pass either an event/mechanism or `epsilon=`/`delta=`, not both."
-        )
-    if isinstance(item, ev.Event):
-        return _recordable(item)
-    event = getattr(item, "event", None)
-    if isinstance(event, ev.Event):
-        return _recordable(event)
-    raise InvalidArgumentTypeError(
-        "spend() takes a privacy event, a mechanism (anything with an `.event`), or "
-        f"epsilon=/delta=. Found {item!r} of type {type(item).__name__}."
-    )
-
-
-MAX_RECORDED_DEPTH = 100
-"""The deepest event tree a ledger records (receipts store events as nested JSON)."""
-
-
-def _recordable(event: ev.Event) -> ev.Event:
-    """``event`` if its tree is at most :data:`MAX_RECORDED_DEPTH` deep (checked iteratively)."""
-    stack = [(event, 1)]
-    while stack:
-        current, depth = stack.pop()
-        if depth > MAX_RECORDED_DEPTH:
-            raise InvalidArgumentError(
-                f"the event is nested more than {MAX_RECORDED_DEPTH} levels deep; a ledger "
-                "records events as receipts and cannot store it. Compose it flat: "
-                "event * count, or Composed((...))."
-            )
-        if isinstance(current, (ev.Repeated, ev.PoissonSampled, ev.SampledWithoutReplacement)):
-            stack.append((current.event, depth + 1))
-        elif isinstance(current, ev.Composed):
-            stack.extend((child, depth + 1) for child in current.events)
-    return event
-
-
-def _check_adjacency(event: ev.Event, adjacency: str) -> None:
-    stack = [event]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, (ev.PoissonSampled, ev.SampledWithoutReplacement)):
-            if current.adjacency != adjacency:
-                raise InvalidArgumentError(
-                    f"{type(current).__name__} is analysed under {current.adjacency!r} "
-                    f"adjacency but this ledger uses {adjacency!r}; the guarantees would not "
-                    "compose. Open the ledger with the matching `adjacency`."
-                )
-            stack.append(current.event)
-        elif isinstance(current, ev.Repeated):
-            stack.append(current.event)
-        elif isinstance(current, ev.Composed):
-            stack.extend(current.events)
-
-
-def _shown_down(budget: Budget) -> Budget:
-    """The same budget, printed rounded down (what remains must not look larger)."""
-    shown: Budget = dataclasses.replace(cast(Any, budget), rounding="down")
-    return shown
-
-
-def _check_label(label: Any) -> str | None:
-    if label is not None and not isinstance(label, str):
-        raise InvalidArgumentTypeError(f"`label` must be a string. Found {label!r}.")
-    return label
-
-
-@dataclass(frozen=True)
 class _State:
     """The ledger's state after a receipt: the filter in force and the exact total."""
 
     filter: Filter
     total: Total
-
-
-def _shape(event_of: Callable[[float], ev.Event], initial: float) -> ev.Event:
-    """The release's event at ``initial`` noise, or at the least 2ᵏ multiple that has one.
-
-    Which filter handles a release depends on its kind, not its noise, so a probe at too
-    little noise (an overflowing Δ/σ) must not end a calibration.
-    """
-    from dpledger.errors import CalibrationError
-
-    p = initial
-    while True:
-        try:
-            return event_of(p)
-        except UnboundedLossError:
-            if p > 2.0**1000:
-                raise CalibrationError(
-                    "no noise the mechanisms take (up to 2**1000 ≈ 1.1e301) gives this "
-                    "release a finite guarantee; rescale the statistic.",
-                    bracket=(initial, p),
-                ) from None
-            p *= 2.0
-
-
-def _solve_noise(accepted: Callable[[float], tuple[bool, float]], initial: Any, what: str) -> float:
-    """The smallest noise p with ``accepted(p)[0]`` (``accepted(p)[1]``: a continuous gap)."""
-    from dpledger._solve import NoSafeValueError, smallest_satisfying
-    from dpledger.errors import CalibrationError
-
-    start = check_positive("initial", initial)
-
-    def excess(p: float) -> float:
-        try:
-            ok, gap = accepted(p)
-        except (OverflowError, ZeroDivisionError, UnboundedLossError):
-            return math.inf
-        # the exact test decides the sign; the gap only guides the root finder
-        return min(gap, 0.0) if ok else max(gap, 5e-324)
-
-    hi = start
-    while excess(hi) > 0:
-        hi *= 2.0
-        if hi > 2.0**1000:  # the mechanisms' largest noise scale
-            raise CalibrationError(
-                f"no {what} up to 2**1000 ≈ 1.1e301 fits this ledger's budget.",
-                bracket=(start, hi),
-            )
-    lo = hi / 2.0
-    while lo > 1e-300 and excess(lo) <= 0:
-        hi, lo = lo, lo / 2.0
-    try:
-        return smallest_satisfying(excess, lo, hi, rtol=1e-12, what=what)
-    except NoSafeValueError as error:
-        raise CalibrationError(str(error), bracket=error.bracket) from None
 
 
 def _corrupt(seq: Any, error: Exception) -> NoReturn:
@@ -350,7 +171,7 @@ class Ledger:
             raise InvalidArgumentError("`key` must not be empty. Found b''.")
         self._key: bytes | None = key
         if workload is not None:
-            workload = _as_event(workload, None, None)
+            workload = as_event(workload, None, None)
         self._base: Filter = make_filter(accountant, self.epsilon, self.delta, order, workload)
         self._state = _State(self._base, self._base.zero())
         self._pending: Filter | None = None  # an auto ledger's choice made by calibrate()
@@ -511,7 +332,7 @@ class Ledger:
         charge = filt.cost(event)
         total = filt.add(before, charge)
         if not filt.within(total):
-            remaining = _shown_down(filt.budget(filt.remaining(before)))
+            remaining = shown_down(filt.budget(filt.remaining(before)))
             requested = filt.budget(filt.shown(charge))
             raise BudgetExceededError(
                 filt.refusal(requested, remaining),
@@ -589,7 +410,7 @@ class Ledger:
 
         For estimators that calibrate a fit's share in this ledger's currency.
         """
-        event = _as_event(item, None, None)
+        event = as_event(item, None, None)
         with self._lock:
             self.refresh()
             filt, _ = self._handler(self._state, event)
@@ -704,9 +525,9 @@ class Ledger:
             BudgetExceededError: The charge would overrun the budget; nothing is recorded.
             NotApplicableError: This ledger's filter cannot account for the release.
         """
-        event = _as_event(item, epsilon, delta)
-        label = _check_label(label)
-        _check_adjacency(event, self.adjacency)
+        event = as_event(item, epsilon, delta)
+        label = check_label(label)
+        check_adjacency(event, self.adjacency)
         extra = None
         if item is not None and not isinstance(item, ev.Event):
             extra = {"mechanism": repr(item)}
@@ -805,6 +626,8 @@ class Ledger:
         whole (ε, δ) and planned (:meth:`plan`), so the ledger accepts exactly those
         releases — the path for a training run or any fixed schedule.
 
+        A thin wrapper over :meth:`reserve` (the one planning path).
+
         Args:
             factory: p ↦ a mechanism (or event) whose privacy improves as p grows.
             count: Releases to calibrate for.
@@ -831,121 +654,95 @@ class Ledger:
             raise InvalidArgumentTypeError(
                 f"`factory` must be a callable noise -> mechanism. Found {factory!r}."
             )
-        from dpledger.calibrate.solver import check_count
-
         count = check_count(count)
         share = check_probability("share", share, low_open=True, high_open=False)
-
-        def event_of(p: float) -> ev.Event:
-            event = _as_event(factory(p), None, None)
-            _check_adjacency(event, self.adjacency)
-            return event
-
-        if plan:
-            return self._calibrate_plan(factory, event_of, count, share, method, initial)
-
-        def solve_in(filt: Filter, total: Total) -> float:
-            # exact: a float share times a Fraction is a float, rounded (up, at times), and
-            # then the spend's exact check refused what this one accepted (helper-37)
-            room = [
-                Fraction(share) * (Fraction(limit) - Fraction(used))
-                for used, limit in zip(total, filt.limit(), strict=True)
-            ]
-
-            def accepted(p: float) -> tuple[bool, float]:
-                event = event_of(p)
-                filt.admit(total, event)
-                worst, ok = -1.0, True
-                for cost, cap in zip(filt.cost(event), room, strict=True):
-                    if cost == 0:
-                        continue
-                    if cost >= INFINITE or cap <= 0:
-                        return False, math.inf
-                    need = count * Fraction(cost)
-                    ok = ok and need <= cap
-                    worst = max(worst, float((need - cap) / cap))
-                return ok, worst
-
-            return _solve_noise(accepted, initial, "noise parameter")
-
-        with self._lock:
-            self.refresh()
-            state = self._state
-            if isinstance(state.filter, AutoFilter) and self._pending is None:
-                p, chosen = self._auto_calibration(state.filter, solve_in, event_of, initial, count)
-                self._pending = chosen  # the first spend records this choice
-                return factory(p)
-            filt, total = self._handler(state, _shape(event_of, initial))
-            return factory(solve_in(filt, total))
-
-    def _auto_calibration(
-        self,
-        auto: AutoFilter,
-        solve_in: Callable[[Filter, Total], float],
-        event_of: Callable[[float], ev.Event],
-        initial: float,
-        count: int,
-    ) -> tuple[float, Filter]:
-        """Decide an undecided auto ledger for a calibration: the filter with least noise."""
-        from dpledger.errors import CalibrationError
-        from dpledger.ledger.filters import RDPFilter
-
-        found: list[tuple[float, int, Filter]] = []
-        for rank, candidate in enumerate(auto.candidates()):
-            try:
-                found.append((solve_in(candidate, candidate.zero()), rank, candidate))
-            except (NotApplicableError, CalibrationError):
-                continue
-        if not found and self.delta > 0:
-            # only Rényi DP accounts for it: the order where the workload fits best,
-            # re-chosen once at the calibrated noise (each solve is at a fixed order)
-            order = RDPFilter.order_for(self.epsilon, self.delta, _shape(event_of, initial) * count)
-            first = RDPFilter(self.epsilon, self.delta, order)
-            p = solve_in(first, first.zero())
-            found.append((p, 0, first))
-            order = RDPFilter.order_for(self.epsilon, self.delta, event_of(p) * count)
-            second = RDPFilter(self.epsilon, self.delta, order)
-            found.append((solve_in(second, second.zero()), 1, second))
-        if not found:
-            raise NotApplicableError(
-                f"no filter of this ledger can account for {_shape(event_of, initial)!r}."
-            )
-        p, _, chosen = min(found, key=lambda item: (item[0], item[1]))
-        return p, chosen
-
-    def _calibrate_plan(
-        self,
-        factory: Callable[[float], Any],
-        event_of: Callable[[float], ev.Event],
-        count: int,
-        share: float,
-        method: str,
-        initial: float,
-    ) -> Any:
-        from dpledger.calibrate import solve
-
-        if share != 1.0:
+        if plan and share != 1.0:
             raise InvalidArgumentError(
                 f"`share` applies without `plan` only (a plan covers the whole budget). Found "
                 f"share={share!r}."
             )
         with self._lock:
-            self.refresh()
-            if self._receipts:
-                raise InvalidArgumentError(
-                    "calibrate(plan=True) needs a ledger with nothing recorded; this one has "
-                    f"{len(self._receipts)} receipts. Calibrate in its currency (plan=False)."
-                )
-            p = solve(
-                lambda q: event_of(q) * count,
-                epsilon=self.epsilon,
-                delta=self.delta,
+            if plan:
+                self.refresh()
+            reservation = self.reserve(
+                lambda p: [factory(p)] * count,
+                share=None if plan else share,
+                plan=plan,
                 method=method,
                 initial=initial,
             )
-            mechanism = factory(p)
-            self.plan([event_of(p)] * count, method=method)
-            return mechanism
+            if plan:
+                reservation.open()  # the plan is recorded now
+            return reservation.mechanisms[0]
+
+    def reserve(
+        self,
+        schedule: Callable[[float], Sequence[Any]] | Sequence[Any],
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        share: float | None = None,
+        plan: bool = False,
+        method: str = "auto",
+        initial: float = 1.0,
+        rng: Any = None,
+        label: str | None = None,
+        safe: bool = False,
+    ) -> Reservation:
+        """Plan a schedule of releases on this ledger: the one planning path.
+
+        Calibrates the schedule's noise, checks it, and returns a
+        :class:`~dpledger.ledger.planning.Reservation` whose ``release`` charges and
+        draws each release in order (see :mod:`dpledger.ledger.planning`). Nothing is
+        recorded until the reservation opens (its first release, or ``open()``).
+
+        Args:
+            schedule: p ↦ the releases (mechanisms or events) at noise p, in order; or
+                the releases themselves (nothing to calibrate).
+            epsilon: With ``delta``: the guarantee the schedule must meet on its own (an
+                estimator's fit). The noise is the tightest for (ε, δ) jointly, raised if
+                needed so that a ledger of this kind holding (ε, δ) accepts it release
+                by release — then this ledger charges it in its currency.
+            delta: See ``epsilon``.
+            share: Instead: the fraction of what remains that the schedule may use, in
+                this ledger's currency (default 1 when no target is given).
+            plan: On a ledger with nothing recorded: calibrate for its whole (ε, δ) with
+                ``method`` and *plan* the schedule when the reservation opens.
+            method: With ``plan``: the accounting method (default: tightest).
+            initial: A starting guess for the noise.
+            rng: The seed or Generator the noise is derived from (with this ledger's
+                position unless planned; see :func:`~dpledger.ledger.planning.noise_generator`).
+            label: With ``plan``: the plan receipt's label.
+            safe: The mechanisms are safe (discrete) noise: a calibration that fails says
+                so.
+
+        Raises:
+            CalibrationError: No noise in the searched range fits.
+            NotApplicableError: The ledger's filter cannot account for a release.
+            InvalidArgumentError: A planned ledger, or ``plan`` on one with receipts.
+
+        Example:
+            >>> from dpledger import Ledger, mechanisms
+            >>> ledger = Ledger(1.0, 1e-5)
+            >>> two = lambda s: [mechanisms.Gaussian(s)] * 2
+            >>> plan = ledger.reserve(two, epsilon=0.5, delta=5e-6)
+            >>> noisy = plan.release_all([("a", 10.0), ("b", 20.0)])
+            >>> len(ledger.receipts), len(plan.releases_)
+            (2, 2)
+        """
+        return planning.reserve(
+            self,
+            schedule,
+            epsilon=epsilon,
+            delta=delta,
+            share=share,
+            plan=plan,
+            method=method,
+            initial=initial,
+            rng=rng,
+            label=label,
+            safe=safe,
+        )
 
     # -- planned schedules ---------------------------------------------------------------
 
@@ -971,13 +768,13 @@ class Ledger:
             raise InvalidArgumentTypeError(
                 f"`events` must be a sequence of releases (events or mechanisms). Found {events!r}."
             )
-        schedule = [_as_event(e, None, None) for e in events]
+        schedule = [as_event(e, None, None) for e in events]
         if not schedule:
             raise InvalidArgumentError("`events` must contain at least one release. Found none.")
         method = check_choice("method", method, METHODS)
-        label = _check_label(label)
+        label = check_label(label)
         for e in schedule:
-            _check_adjacency(e, self.adjacency)
+            check_adjacency(e, self.adjacency)
         runs = schedule_runs(schedule)
         extra = {
             "method": method,
@@ -1009,7 +806,7 @@ class Ledger:
     def budget(self) -> Budget:
         """The whole budget in the ledger's currency."""
         filt = self._state.filter
-        return _shown_down(filt.budget(filt.limit()))
+        return shown_down(filt.budget(filt.limit()))
 
     @property
     def spent(self) -> tuple[float, float]:
@@ -1026,7 +823,7 @@ class Ledger:
         with self._lock:
             filt, total = self._state.filter, self._state.total
             # printed rounded down: what remains must not look larger than it is
-            return _shown_down(filt.budget(filt.remaining(total)))
+            return shown_down(filt.budget(filt.remaining(total)))
 
     @property
     def receipts(self) -> tuple[Receipt, ...]:
@@ -1073,9 +870,9 @@ class Ledger:
             raise InvalidArgumentTypeError(
                 f"`items` must be a sequence of releases (events or mechanisms). Found {items!r}."
             )
-        events = [_as_event(item, None, None) for item in items]
+        events = [as_event(item, None, None) for item in items]
         for event in events:
-            _check_adjacency(event, self.adjacency)
+            check_adjacency(event, self.adjacency)
         with self._lock:
             self.refresh()
             state, seq = self._state, len(self._receipts)
@@ -1102,8 +899,8 @@ class Ledger:
         Exactly the number of consecutive ``spend`` calls that would succeed (totals are
         exact sums); re-reads the file first, so other handles' spends are counted.
         """
-        event = _as_event(item, None, None)
-        _check_adjacency(event, self.adjacency)
+        event = as_event(item, None, None)
+        check_adjacency(event, self.adjacency)
         with self._lock:
             self.refresh()
             filt, total = self._handler(self._state, event)

@@ -10,19 +10,16 @@ rational sum of its charges (:class:`fractions.Fraction`), compared with the bud
 (rounded down) exactly and shown rounded up: so "how many more fit" (:meth:`Filter.fits_count`)
 and spending them one by one can never disagree.
 
-:class:`PlannedFilter` is the filter of a schedule fixed in advance: certified once, as a
-whole, by a method that is valid only for non-adaptive schedules (exact optimal
-composition, PLD), it accepts exactly the planned releases — a plan is one more
-currency, not a special case of the ledger.
+:class:`~dpledger.ledger.planned.PlannedFilter` (its own module) is the filter of a
+schedule fixed in advance; the budgets are in :mod:`dpledger.ledger.budgets`; the exact
+per-release costs come from :mod:`dpledger.accountant.costs`.
 """
 
 from __future__ import annotations
 
 import abc
-import bisect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -32,6 +29,7 @@ from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_positive
 from dpledger.accountant import events as ev
 from dpledger.accountant.basic import BasicAccountant
+from dpledger.accountant.costs import exact_basic, exact_mu_squared, exact_rho
 from dpledger.accountant.gdp import gdp_delta, gdp_epsilon
 from dpledger.accountant.rdp import (
     _minimise_over_order,
@@ -42,25 +40,28 @@ from dpledger.accountant.rdp import (
 )
 from dpledger.accountant.zcdp import ZCDPAccountant, zcdp_to_epsilon
 from dpledger.errors import InvalidArgumentError, NotApplicableError
+from dpledger.ledger.budgets import (
+    ApproxDPBudget,
+    Budget,
+    Charge,
+    GDPBudget,
+    RDPBudget,
+    ZCDPBudget,
+)
 
 __all__ = [
-    "ApproxDPBudget",
+    "ACCOUNTANT_CHOICES",
+    "FILTERS",
+    "INFINITE",
     "AutoFilter",
     "BasicFilter",
-    "Budget",
     "Filter",
-    "GDPBudget",
     "GDPFilter",
-    "PlannedFilter",
-    "RDPBudget",
     "RDPFilter",
-    "ScheduleBudget",
-    "ZCDPBudget",
     "ZCDPFilter",
     "make_filter",
 ]
 
-Charge = tuple[float, ...]
 Total = tuple[Fraction, ...]
 Cost = tuple[Fraction, ...]
 
@@ -80,217 +81,6 @@ def exact(value: float | Fraction) -> Fraction:
 def shown_value(value: Fraction) -> float:
     """An exact amount as a float, rounded up (∞ for :data:`INFINITE`)."""
     return math.inf if value >= INFINITE else float_up(value)
-
-
-def _exact_sum(event: ev.Event, per_atom: Any) -> Fraction | None:
-    """Σ count·per_atom(atom) over the releases in ``event``, or None if any is not rational."""
-    total = Fraction(0)
-    for atom, count in ev.flatten(event).items():
-        value = per_atom(atom)
-        if value is None:
-            return None
-        total += count * value
-    return total
-
-
-def _ratio(numerator: float, denominator: float) -> Fraction:
-    return Fraction(numerator) / Fraction(denominator)
-
-
-def _exact_pure(atom: ev.Event) -> Fraction | None:
-    """ε of a pure-DP release when it is a rational of the event's floats."""
-    if isinstance(atom, ev.PureDP):
-        return Fraction(atom.epsilon)
-    if isinstance(atom, ev.ApproxDP) and atom.delta == 0:
-        return Fraction(atom.epsilon)
-    if isinstance(atom, (ev.Laplace, ev.DiscreteLaplace)):
-        return _ratio(atom.sensitivity, atom.scale)
-    return None
-
-
-def exact_basic(event: ev.Event) -> tuple[Fraction, Fraction] | None:
-    """(Σε, Σδ) exactly, for releases whose ε and δ are rational (pure, approx, Laplace)."""
-
-    def delta(atom: ev.Event) -> Fraction | None:
-        if isinstance(atom, ev.ApproxDP):
-            return Fraction(atom.delta)
-        return Fraction(0) if _exact_pure(atom) is not None else None
-
-    def epsilon(atom: ev.Event) -> Fraction | None:
-        if isinstance(atom, ev.ApproxDP):
-            return Fraction(atom.epsilon)
-        return _exact_pure(atom)
-
-    eps, dl = _exact_sum(event, epsilon), _exact_sum(event, delta)
-    return None if eps is None or dl is None else (eps, dl)
-
-
-def exact_rho(event: ev.Event) -> Fraction | None:
-    """Σρ exactly: Δ²/(2σ²) for (discrete) Gaussians, ε²/2 for pure DP (Bun & Steinke 2016)."""
-
-    def rho(atom: ev.Event) -> Fraction | None:
-        if isinstance(atom, (ev.Gaussian, ev.DiscreteGaussian)):
-            return _ratio(atom.sensitivity, atom.sigma) ** 2 / 2
-        if isinstance(atom, ev.ZCDP) and atom.xi == 0:
-            return Fraction(atom.rho)
-        pure = _exact_pure(atom)
-        return None if pure is None else pure * pure / 2
-
-    return _exact_sum(event, rho)
-
-
-def exact_mu_squared(event: ev.Event) -> Fraction | None:
-    """Σμ² = Σ(Δ/σ)² exactly, for Gaussian releases."""
-
-    def mu2(atom: ev.Event) -> Fraction | None:
-        if isinstance(atom, ev.Gaussian):
-            return _ratio(atom.sensitivity, atom.sigma) ** 2
-        return None
-
-    return _exact_sum(event, mu2)
-
-
-# -- typed budgets ---------------------------------------------------------------------
-
-
-class Budget(abc.ABC):
-    """An amount of privacy in one currency; budgets of one currency are partially ordered."""
-
-    currency: ClassVar[str]
-
-    @abc.abstractmethod
-    def as_tuple(self) -> Charge:
-        """The amount as a tuple of floats."""
-
-    @abc.abstractmethod
-    def epsilon_at(self, delta: float) -> float:
-        """ε at ``delta`` of a release costing this amount alone (an upper bound)."""
-
-    def __str__(self) -> str:
-        return repr(self)
-
-    def _num(self, value: float) -> str:
-        """A printed amount: rounded up (a charge, a total), or down if it is what remains."""
-        from dpledger._format import down, up
-
-        return down(value) if getattr(self, "rounding", "up") == "down" else up(value)
-
-    def __le__(self, other: object) -> bool:
-        if not isinstance(other, Budget) or other.currency != self.currency:
-            return NotImplemented
-        return all(a <= b for a, b in zip(self.as_tuple(), other.as_tuple(), strict=True))
-
-    def __ge__(self, other: object) -> bool:
-        if not isinstance(other, Budget) or other.currency != self.currency:
-            return NotImplemented
-        return all(a >= b for a, b in zip(self.as_tuple(), other.as_tuple(), strict=True))
-
-
-@dataclass(frozen=True)
-class ApproxDPBudget(Budget):
-    """(ε, δ) under basic composition; (ε₁, δ₁) ≤ (ε₂, δ₂) iff both coordinates are."""
-
-    epsilon: float
-    delta: float
-    rounding: str = field(default="up", compare=False, repr=False)
-    currency: ClassVar[str] = "approx_dp"
-
-    def as_tuple(self) -> Charge:
-        """(ε, δ)."""
-        return (self.epsilon, self.delta)
-
-    def epsilon_at(self, delta: float) -> float:
-        """ε, if this δ is within ``delta`` (else ∞)."""
-        return self.epsilon if self.delta <= delta else math.inf
-
-    def __str__(self) -> str:
-        return f"(ε={self._num(self.epsilon)}, δ={self._num(self.delta)})"
-
-
-@dataclass(frozen=True)
-class ZCDPBudget(Budget):
-    """ρ of zero-concentrated DP."""
-
-    rho: float
-    rounding: str = field(default="up", compare=False, repr=False)
-    currency: ClassVar[str] = "zcdp"
-
-    def as_tuple(self) -> Charge:
-        """(ρ,)."""
-        return (self.rho,)
-
-    def epsilon_at(self, delta: float) -> float:
-        """The tight zCDP conversion (Canonne, Kamath & Steinke 2020)."""
-        return 0.0 if self.rho == 0 else zcdp_to_epsilon(self.rho, delta)
-
-    def __str__(self) -> str:
-        return f"ρ={self._num(self.rho)} (zCDP)"
-
-
-@dataclass(frozen=True)
-class GDPBudget(Budget):
-    """μ of Gaussian DP (stored as μ², which adds)."""
-
-    mu_squared: float
-    rounding: str = field(default="up", compare=False, repr=False)
-    currency: ClassVar[str] = "gdp"
-
-    @property
-    def mu(self) -> float:
-        """μ."""
-        return math.sqrt(self.mu_squared)
-
-    def as_tuple(self) -> Charge:
-        """(μ²,)."""
-        return (self.mu_squared,)
-
-    def epsilon_at(self, delta: float) -> float:
-        """Exact for μ-GDP (Dong, Roth & Su 2019)."""
-        return 0.0 if self.mu_squared == 0 else gdp_epsilon(delta, round_up(self.mu))
-
-    def __str__(self) -> str:
-        return f"μ={self._num(self.mu)} (Gaussian DP)"
-
-
-@dataclass(frozen=True)
-class RDPBudget(Budget):
-    """Rényi divergence at one fixed order α."""
-
-    order: float
-    value: float
-    rounding: str = field(default="up", compare=False, repr=False)
-    currency: ClassVar[str] = "rdp"
-
-    def as_tuple(self) -> Charge:
-        """(R(α),)."""
-        return (self.value,)
-
-    def epsilon_at(self, delta: float) -> float:
-        """The conversion at this order (Balle et al. 2020, Thm 21)."""
-        return epsilon_at_order(self.value, self.order, delta)
-
-    def __str__(self) -> str:
-        return f"R(α={self.order:.4g})={self._num(self.value)} (Rényi DP)"
-
-
-@dataclass(frozen=True)
-class ScheduleBudget(Budget):
-    """Releases of a planned schedule (the currency of a planned ledger)."""
-
-    releases: float
-    rounding: str = field(default="up", compare=False, repr=False)
-    currency: ClassVar[str] = "plan"
-
-    def as_tuple(self) -> Charge:
-        """(releases,)."""
-        return (self.releases,)
-
-    def epsilon_at(self, delta: float) -> float:
-        """Not meaningful per release: the whole schedule is certified at once."""
-        return math.nan
-
-    def __str__(self) -> str:
-        return f"{self.releases:g} planned release" + ("" if self.releases == 1 else "s")
 
 
 # -- filters -----------------------------------------------------------------------------
@@ -760,154 +550,6 @@ class AutoFilter(Filter):
     def guarantee(self, total: Charge) -> tuple[float, float]:
         """Nothing is spent before the choice."""
         return (0.0, 0.0)
-
-
-Run = tuple[ev.Event, int]
-
-
-def schedule_runs(events: list[ev.Event]) -> tuple[Run, ...]:
-    """Run-length form of a schedule: consecutive equal releases as (event, count)."""
-    runs: list[list[Any]] = []
-    for event in events:
-        if runs and runs[-1][0] == event:
-            runs[-1][1] += 1
-        else:
-            runs.append([event, 1])
-    return tuple((e, int(c)) for e, c in runs)
-
-
-class PlannedFilter(Filter):
-    """A schedule of releases fixed in advance, certified once as a whole.
-
-    Exact optimal composition (Kairouz, Oh & Viswanath 2015) and numerical privacy-loss
-    distributions (dominating pairs compose: Zhu, Dong & Wang 2022, Thm 10) are valid for
-    *adaptive composition* — each release's input may depend on earlier outputs — but
-    only when which mechanism comes at each position is fixed in advance. Choosing the
-    next mechanism (or its noise) after seeing outputs is what a filter is for, and these
-    methods are not valid filters (Rogers, Roth, Ullman & Vadhan 2016 show that
-    composition bounds can fail when parameters are chosen adaptively). So a planned
-    ledger accepts exactly the declared sequence, **in the declared order** (a schedule of
-    identical steps, such as DP-SGD, has no order to keep). Stopping early is always
-    allowed: the releases not made are a post-processing of the certified whole.
-
-    The charge of a release is one position of the schedule; the budget is its length.
-    The reported guarantee after any number of releases is the certified (ε, δ) of the
-    whole schedule — an upper bound for every prefix of it.
-    """
-
-    name: ClassVar[str] = "plan"
-    budget_type: ClassVar[type[Budget]] = ScheduleBudget
-
-    def __init__(
-        self,
-        epsilon: float,
-        delta: float,
-        runs: tuple[Run, ...],
-        method: str,
-    ) -> None:
-        from dpledger import accountant as _accountant
-
-        super().__init__(epsilon, delta)
-        if not runs:
-            raise InvalidArgumentError("`events` must contain at least one release. Found none.")
-        self.runs = runs
-        self.method = method
-        self._starts: list[int] = []
-        position = 0
-        for _, count in runs:
-            self._starts.append(position)
-            position += count
-        self.length = position
-        self.members = frozenset(event for event, _ in runs)
-        self.composed: ev.Event = ev.Composed(
-            tuple(event if count == 1 else ev.Repeated(event, count) for event, count in runs)
-        )
-        # certified if ε(δ) ≤ ε or δ(ε) ≤ δ: either is a proof of (ε, δ)-DP, and
-        # calibration solves on δ(ε) — so what was calibrated is always accepted
-        plan_epsilon = _accountant.epsilon(self.composed, delta, method=method)
-        if (
-            plan_epsilon > epsilon
-            and delta > 0
-            and _accountant.delta(self.composed, epsilon, method=method) <= delta
-        ):
-            plan_epsilon = epsilon
-        self.plan_epsilon = plan_epsilon
-
-    def event_at(self, position: int) -> ev.Event:
-        """The release planned at ``position`` (0-based)."""
-        index = bisect.bisect_right(self._starts, position) - 1
-        return self.runs[index][0]
-
-    def charge(self, event: ev.Event) -> Charge:
-        """One position of the schedule, for a release that is in it."""
-        if event not in self.members:
-            raise NotApplicableError(
-                f"{event!r} is not in this ledger's planned schedule; a planned ledger accepts "
-                "exactly the declared releases."
-            )
-        return (1.0,)
-
-    def exact_charge(self, event: ev.Event) -> Cost | None:
-        """One position."""
-        return (Fraction(1),) if event in self.members else None
-
-    def admit(self, total: Total, event: ev.Event) -> None:
-        """The release must be the next one of the schedule."""
-        position = int(total[0])
-        if position >= self.length:
-            return  # the cost check refuses it (the schedule is used up)
-        expected = self.event_at(position)
-        if expected != event:
-            raise NotApplicableError(
-                f"the planned schedule's next release (number {position + 1} of "
-                f"{self.length}) is {expected!r}, not {event!r}; a planned ledger accepts its "
-                "releases in the declared order."
-            )
-
-    def fits(self, total: Total, event: ev.Event) -> int:
-        """How many of the next planned releases are ``event`` (consecutively)."""
-        position = int(total[0])
-        if position >= self.length or self.event_at(position) != event:
-            return 0
-        index = bisect.bisect_right(self._starts, position) - 1
-        count = self.runs[index][1] - (position - self._starts[index])
-        for following, more in self.runs[index + 1 :]:
-            if following != event:
-                break
-            count += more
-        return count
-
-    def remaining_events(self, total: Total) -> list[ev.Event]:
-        """The planned releases not yet made, in order."""
-        position = int(total[0])
-        index = bisect.bisect_right(self._starts, position) - 1 if position < self.length else 0
-        if position >= self.length:
-            return []
-        out = [self.runs[index][0]] * (self.runs[index][1] - (position - self._starts[index]))
-        for event, count in self.runs[index + 1 :]:
-            out.extend([event] * count)
-        return out
-
-    def refusal(self, requested: Budget, remaining: Budget) -> str:
-        """The schedule is used up."""
-        return (
-            f"all {self.length} planned releases were made; a planned ledger accepts exactly "
-            "the declared schedule. Nothing was charged."
-        )
-
-    def limit(self) -> Charge:
-        """(length of the schedule,)."""
-        return (float(self.length),)
-
-    def guarantee(self, total: Charge) -> tuple[float, float]:
-        """The certified (ε, δ) of the whole schedule (an upper bound for every prefix)."""
-        if total[0] == 0:
-            return (0.0, 0.0)
-        return (self.plan_epsilon, self.delta)
-
-    def config(self) -> dict[str, Any]:
-        """The method and the schedule."""
-        return {"accountant": self.name, "method": self.method}
 
 
 FILTERS: dict[str, type[Filter]] = {

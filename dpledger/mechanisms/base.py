@@ -11,13 +11,9 @@ import numpy as np
 
 from dpledger._public import namespace
 from dpledger.accountant.events import Event
-from dpledger.errors import InvalidArgumentError
+from dpledger.errors import FloatingPointWarning, InvalidArgumentError
 
 __all__ = ["FloatingPointWarning", "Mechanism", "as_vector"]
-
-
-class FloatingPointWarning(UserWarning):
-    """Textbook floating-point noise was requested (Mironov 2012: it can leak the input)."""
 
 
 class _FrozenAfterInit(abc.ABCMeta):

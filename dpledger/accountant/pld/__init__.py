@@ -60,7 +60,7 @@ attained pairs), :mod:`._discretise` (pairs onto the loss grid), :mod:`._composi
 from __future__ import annotations
 
 from dpledger._public import namespace
-from dpledger.accountant._atoms import sqrt_directed as _sqrt_directed
+from dpledger.accountant.costs import sqrt_directed as _sqrt_directed
 from dpledger.accountant.pld._accountant import (
     _AUTO_POINTS,
     _BOUNDED_RATIO,

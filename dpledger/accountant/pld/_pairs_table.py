@@ -13,7 +13,6 @@ from typing import Any
 
 from dpledger._numerics import div_down
 from dpledger.accountant import events as ev
-from dpledger.accountant._atoms import fixed_guarantee, gaussian_mu
 from dpledger.accountant._pairs import (
     GaussianPair,
     LaplacePair,
@@ -23,6 +22,7 @@ from dpledger.accountant._pairs import (
     discrete_gaussian_pair,
     discrete_laplace_pair,
 )
+from dpledger.accountant.costs import fixed_guarantee, gaussian_mu
 from dpledger.accountant.pld._discretise import MAX_LOSS
 from dpledger.errors import NotApplicableError
 

@@ -1,0 +1,554 @@
+"""The one planning path: calibrate a schedule, reserve it on a ledger, release it in order.
+
+Every noisy release dpledger makes — an estimator's fit, IRLS and noisy gradient descent,
+a quantile, a descriptive statistic, and :meth:`Ledger.calibrate
+<dpledger.Ledger.calibrate>` itself — is planned by :meth:`Ledger.reserve
+<dpledger.Ledger.reserve>` (this module's :func:`reserve`), in four steps:
+
+1. **Calibrate.** The smallest noise p at which the schedule ``make(p)`` meets its
+   target: (ε, δ) jointly with the tightest non-adaptive method
+   (:func:`dpledger.calibrate.solve`); or, for a ``share`` of what remains, in the
+   ledger's own currency.
+2. **In the ledger's currency.** On a shared ledger the schedule must also fit a
+   ledger of the same kind holding (ε, δ) — the releases are charged one by one, each
+   at its exact cost — so the shared ledger accepts what was calibrated; the noise is
+   never below step 1's.
+3. **Check.** When the reservation opens (after the caller has validated its
+   statistics), the whole schedule is checked against the ledger and an undecided
+   automatic filter is settled for it; a per-fit ledger *plans* it instead (the
+   tightest method is then valid: :class:`~dpledger.ledger.filters.PlannedFilter`). A
+   refused schedule records nothing and draws nothing.
+4. **Noise.** The generator is derived from ``rng`` and, on a shared ledger, the
+   ledger's position (:func:`noise_generator`), so two fits never draw the same noise.
+
+Then :meth:`Reservation.release` charges each release before its noise is drawn. The
+noise solve is exact where the ledger is: a release's cost is the filter's exact
+rational cost (:meth:`Filter.cost <dpledger.ledger.filters.Filter.cost>`), summed
+exactly, so "calibrated" and "accepted" can never disagree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpledger._solve import NoSafeValueError, smallest_satisfying
+from dpledger._validation import check_choice, check_positive, check_probability
+from dpledger.accountant import METHODS
+from dpledger.accountant import events as ev
+from dpledger.calibrate.solver import solve
+from dpledger.errors import (
+    CalibrationError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    NotApplicableError,
+    RepeatedNoiseWarning,
+    UnboundedLossError,
+)
+from dpledger.ledger.filters import INFINITE, AutoFilter, Filter, RDPFilter, Total, make_filter
+from dpledger.ledger.planned import schedule_runs
+from dpledger.ledger.receipts import as_event, check_adjacency
+from dpledger.mechanisms._rng import resolve_rng
+
+if TYPE_CHECKING:
+    from dpledger.ledger.core import Ledger
+
+__all__ = ["Reservation", "noise_generator", "reserve"]
+
+Schedule = Sequence[Any]
+Make = Callable[[float], Schedule]
+
+_USED_SEEDS: set[str] = set()
+_USED_LOCK = threading.Lock()
+
+
+def noise_generator(rng: Any, ledger: Ledger | None) -> np.random.Generator:
+    """The generator a schedule draws its noise from (derived once its releases are checked).
+
+    Without ``rng``: a fresh OS-seeded generator. With a seed or a Generator (for
+    reproducible experiments), the stream is derived from it *and* from the shared
+    ledger's position (its head: receipt count and hash), so two fits drawing on one
+    ledger never draw the same noise — not even clones whose Generator ``sklearn.clone``
+    deep-copied with its state, as in cross-validation. Identical noise in two releases
+    would publish the difference of their statistics without noise and void every
+    composition theorem. A Generator passed in is advanced (a draw of its seed), so
+    successive fits with one Generator differ too. On a per-fit ledger (``ledger`` None)
+    there is no shared position: a repeat of the same seed material in this process is
+    warned about (:class:`~dpledger.errors.RepeatedNoiseWarning`).
+    """
+    if rng is None:
+        return resolve_rng(None)
+    if isinstance(rng, np.random.Generator):
+        material = [int(v) for v in rng.integers(0, 2**63 - 1, size=4)]
+    else:
+        material = [int(resolve_rng(rng).integers(0, 2**63 - 1))]
+    if ledger is not None:
+        count, digest = ledger.head
+        material += [int(count), int(hashlib.sha256(digest.encode()).hexdigest()[:15], 16)]
+    else:
+        key = repr(material)
+        with _USED_LOCK:
+            repeated = key in _USED_SEEDS
+            _USED_SEEDS.add(key)
+        if repeated:
+            warnings.warn(
+                "this fit's seed repeats noise an earlier fit in this process already drew "
+                "(the same int seed, or a copied Generator, on a per-fit ledger): releases "
+                "with identical noise publish the difference of their statistics. Use a new "
+                "seed per fit, rng=None, or a shared ledger (its position enters the seed).",
+                RepeatedNoiseWarning,
+                stacklevel=5,
+            )
+    return np.random.default_rng(np.random.SeedSequence(material))
+
+
+class Reservation:
+    """A calibrated schedule of releases on one ledger, released in order.
+
+    Made by :meth:`Ledger.reserve <dpledger.Ledger.reserve>`; nothing is recorded until
+    it opens. :meth:`open` checks the whole schedule against the ledger (or plans it, on
+    a per-fit ledger) and derives the noise generator; :meth:`release` charges the next
+    release of the schedule, then draws its noise.
+
+    Attributes:
+        ledger: The ledger the releases are charged to.
+        mechanisms: The schedule: the mechanisms (or events) at the calibrated noise.
+        noise: The calibrated noise parameter p (None for a schedule given as is).
+        events: The privacy events of the schedule, in order.
+        releases_: The events charged so far, in order.
+        generator: The noise generator (None until the reservation opens).
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        mechanisms: Sequence[Any],
+        noise: float | None,
+        *,
+        plan: bool,
+        method: str,
+        rng: Any,
+        label: str | None,
+    ) -> None:
+        self.ledger = ledger
+        self.mechanisms = tuple(mechanisms)
+        self.noise = noise
+        self.events = tuple(as_event(m, None, None) for m in self.mechanisms)
+        self.releases_: list[ev.Event] = []
+        self.generator: np.random.Generator | None = None
+        self._plan = plan
+        self._method = method
+        self._rng = rng
+        self._label = label
+        self._opened = False
+        self._guard: Callable[[Callable[[], None]], Any] | None = None
+
+    @property
+    def opened(self) -> bool:
+        """Has the schedule been checked (or planned) against the ledger?"""
+        return self._opened
+
+    @property
+    def planned(self) -> bool:
+        """Is the schedule planned on its ledger (a per-fit ledger) rather than checked?"""
+        return self._plan
+
+    def guard(self, wrapper: Callable[[Callable[[], None]], Any]) -> None:
+        """Open through ``wrapper(open_now)`` (e.g. an estimator's one-fit budget claim)."""
+        self._guard = wrapper
+
+    def open(self) -> Reservation:
+        """Check the whole schedule against the ledger (plan it on a per-fit ledger).
+
+        Records nothing unless planning; settles an undecided automatic filter for the
+        whole schedule. Idempotent.
+
+        Raises:
+            BudgetExceededError: The schedule does not fit; nothing is recorded.
+            NotApplicableError: The ledger cannot account for one of its releases.
+        """
+        if not self._opened:
+            if self._guard is None:
+                self._open_now()
+            else:
+                self._guard(self._open_now)
+        return self
+
+    def _open_now(self) -> None:
+        if self._opened:
+            return
+        if self._plan:
+            self.ledger.plan(self.mechanisms, method=self._method, label=self._label)
+            self.generator = noise_generator(self._rng, None)
+        else:
+            self.ledger.check(self.mechanisms, decide=True)
+            self.generator = noise_generator(self._rng, self.ledger)
+        self._opened = True
+
+    def next_mechanism(self) -> Any:
+        """The mechanism (or event) of the next release of the schedule."""
+        position = len(self.releases_)
+        if position >= len(self.mechanisms):
+            raise InvalidArgumentError(
+                f"all {len(self.mechanisms)} releases of this reservation were made."
+            )
+        return self.mechanisms[position]
+
+    def release(self, value: Any, *, label: str | None = None) -> Any:
+        """Charge the next release of the schedule, then draw its noise on ``value``.
+
+        Validates ``value`` first (a malformed statistic costs nothing) and opens the
+        reservation if it is not open yet. For a schedule entry that is an event (no
+        mechanism draws it), only the charge is made and ``value`` is returned as is:
+        the caller draws the release itself, after this returns.
+        """
+        _validate(self.next_mechanism(), value)
+        self.open()
+        return self._charge_and_draw(value, label)
+
+    def release_all(self, named: Sequence[tuple[str, Any]], *, prefix: str = "") -> list[Any]:
+        """Release the rest of the schedule: ``named`` gives each release's (label, value).
+
+        A value may be a callable of the outputs so far (a statistic that depends on an
+        earlier release). Every other value is validated before the reservation opens, so
+        a fit never stops half-way and a refused one records nothing.
+        """
+        left = self.mechanisms[len(self.releases_) :]
+        if len(named) != len(left):
+            raise InvalidArgumentError(
+                f"the schedule has {len(left)} releases left; {len(named)} values were given."
+            )
+        for mechanism, (_, value) in zip(left, named, strict=True):
+            if not callable(value):
+                _validate(mechanism, value)
+        self.open()
+        outputs: list[Any] = []
+        for name, value in named:
+            if callable(value):
+                value = value(list(outputs))
+                _validate(self.next_mechanism(), value)
+            outputs.append(self._charge_and_draw(value, f"{prefix}{name}"))
+        return outputs
+
+    def _charge_and_draw(self, value: Any, label: str | None) -> Any:
+        """Charge the next release (its value validated, the reservation open), then draw."""
+        mechanism = self.next_mechanism()
+        self.ledger.spend(mechanism, label=label)
+        self.releases_.append(self.events[len(self.releases_)])
+        if isinstance(mechanism, ev.Event):
+            return value
+        return mechanism.release(value, self.generator)
+
+    def __repr__(self) -> str:
+        return (
+            f"Reservation({len(self.mechanisms)} releases, noise={self.noise!r}, "
+            f"made={len(self.releases_)}, opened={self._opened})"
+        )
+
+
+def _validate(mechanism: Any, value: Any) -> None:
+    validate = getattr(mechanism, "validate", None)
+    if callable(validate):
+        validate(value)
+
+
+# -- the noise solve -------------------------------------------------------------------
+
+
+def _first_event(events_of: Callable[[float], list[ev.Event]], initial: float) -> list[ev.Event]:
+    """The schedule's events at ``initial`` noise, or at the least 2ᵏ multiple that has some.
+
+    Which filter handles a schedule depends on its kinds, not its noise, so a probe at too
+    little noise (an overflowing Δ/σ) must not end a calibration.
+    """
+    p = initial
+    while True:
+        try:
+            return events_of(p)
+        except UnboundedLossError:
+            if p > 2.0**1000:
+                raise CalibrationError(
+                    "no noise the mechanisms take (up to 2**1000 ≈ 1.1e301) gives this "
+                    "release a finite guarantee; rescale the statistic.",
+                    bracket=(initial, p),
+                ) from None
+            p *= 2.0
+
+
+def _smallest_noise(accepted: Callable[[float], tuple[bool, float]], initial: float) -> float:
+    """The smallest noise p with ``accepted(p)[0]`` (``accepted(p)[1]``: a continuous gap)."""
+    start = check_positive("initial", initial)
+
+    def excess(p: float) -> float:
+        try:
+            ok, gap = accepted(p)
+        except (OverflowError, ZeroDivisionError, UnboundedLossError):
+            return math.inf
+        # the exact test decides the sign; the gap only guides the root finder
+        return min(gap, 0.0) if ok else max(gap, 5e-324)
+
+    hi = start
+    while excess(hi) > 0:
+        hi *= 2.0
+        if hi > 2.0**1000:  # the mechanisms' largest noise scale
+            raise CalibrationError(
+                "no noise parameter up to 2**1000 ≈ 1.1e301 fits this ledger's budget.",
+                bracket=(start, hi),
+            )
+    lo = hi / 2.0
+    while lo > 1e-300 and excess(lo) <= 0:
+        hi, lo = lo, lo / 2.0
+    try:
+        return smallest_satisfying(excess, lo, hi, rtol=1e-12, what="noise parameter")
+    except NoSafeValueError as error:
+        raise CalibrationError(str(error), bracket=error.bracket) from None
+
+
+def _fits_within(
+    filt: Filter, total: Total, room: Sequence[Fraction], events: list[ev.Event]
+) -> tuple[bool, float]:
+    """Do ``events``, charged one by one at their exact costs, fit ``room`` after ``total``?
+
+    Returns (fits, gap): the gap is the largest relative overrun (negative when it
+    fits), a continuous guide for the root finder; the exact test decides.
+    """
+    need = [Fraction(0)] * len(room)
+    first = True
+    for event, count in schedule_runs(events):
+        if first:
+            filt.admit(total, event)
+            first = False
+        for k, cost in enumerate(filt.cost(event)):
+            if cost >= INFINITE:
+                return False, math.inf
+            need[k] += count * cost
+    worst, ok = -1.0, True
+    for amount, cap in zip(need, room, strict=True):
+        if amount == 0:
+            continue
+        if cap <= 0:
+            return False, math.inf
+        ok = ok and amount <= cap
+        worst = max(worst, float((amount - cap) / cap))
+    return ok, worst
+
+
+def _room(filt: Filter, total: Total, share: float) -> list[Fraction]:
+    """``share`` of what remains, exactly.
+
+    A float share times a Fraction is a float, rounded (up, at times), and then the
+    spend's exact check refused what this one accepted.
+    """
+    return [
+        Fraction(share) * (Fraction(limit) - used)
+        for used, limit in zip(total, filt.limit(), strict=True)
+    ]
+
+
+def _solve_share(
+    filt: Filter,
+    total: Total,
+    share: float,
+    events_of: Callable[[float], list[ev.Event]],
+    initial: float,
+) -> float:
+    room = _room(filt, total, share)
+    return _smallest_noise(lambda p: _fits_within(filt, total, room, events_of(p)), initial)
+
+
+def _choose_filter(
+    auto: AutoFilter,
+    events_of: Callable[[float], list[ev.Event]],
+    share: float,
+    initial: float,
+) -> tuple[float, Filter]:
+    """Decide an undecided auto ledger for a share of it: the filter with least noise."""
+    epsilon, delta = auto.epsilon, auto.delta
+    found: list[tuple[float, int, Filter]] = []
+    for rank, candidate in enumerate(auto.candidates()):
+        try:
+            p = _solve_share(candidate, candidate.zero(), share, events_of, initial)
+        except (NotApplicableError, CalibrationError):
+            continue
+        found.append((p, rank, candidate))
+    if not found and delta > 0:
+        # only Rényi DP accounts for it: the order where the workload fits best,
+        # re-chosen once at the calibrated noise (each solve is at a fixed order)
+        p = initial
+        for rank in range(2):
+            at = _first_event(events_of, initial) if rank == 0 else events_of(p)
+            order = RDPFilter.order_for(epsilon, delta, ev.Composed(tuple(at)))
+            renyi = RDPFilter(epsilon, delta, order)
+            p = _solve_share(renyi, renyi.zero(), share, events_of, initial)
+            found.append((p, rank, renyi))
+    if not found:
+        raise NotApplicableError(
+            f"no filter of this ledger can account for "
+            f"{ev.Composed(tuple(_first_event(events_of, initial)))!r}."
+        )
+    p, _, chosen = min(found, key=lambda item: (item[0], item[1]))
+    return p, chosen
+
+
+def _composed(events: list[ev.Event]) -> ev.Event:
+    """The schedule as one event: a run of T identical releases is one repeated event."""
+    parts = [e * c if c > 1 else e for e, c in schedule_runs(events)]
+    return parts[0] if len(parts) == 1 else ev.Composed(tuple(parts))
+
+
+def _tightest(
+    events_of: Callable[[float], list[ev.Event]],
+    epsilon: float,
+    delta: float,
+    method: str,
+    initial: float,
+    safe: bool,
+) -> float:
+    """The least noise at which the whole schedule meets (ε, δ) by ``method``."""
+    try:
+        return solve(
+            lambda p: _composed(events_of(p)),
+            epsilon=epsilon,
+            delta=delta,
+            method=method,
+            initial=initial,
+        )
+    except CalibrationError as error:
+        if safe:
+            raise CalibrationError(
+                f"{error} The safe (discrete) noise's grid adds a rounding term to every "
+                "release's sensitivity, which no amount of noise removes; at so small a "
+                "budget use safe_noise=False (textbook noise) or a larger epsilon.",
+                bracket=error.bracket,
+            ) from None
+        raise
+
+
+def _in_currency(
+    ledger: Ledger,
+    events_of: Callable[[float], list[ev.Event]],
+    epsilon: float,
+    delta: float,
+    initial: float,
+    tightest: float,
+) -> float:
+    """The least noise ≥ ``tightest`` that a like ledger holding (ε, δ) accepts.
+
+    A ledger of the same currency holding only (ε, δ) must accept the schedule charged
+    release by release.
+    The shared ledger then charges that schedule in its currency. A currency that cannot
+    express (ε, δ) on its own (a Rényi ledger whose order suits its whole budget, not
+    this share) leaves the tightest noise: the shared ledger charges it at its order.
+    """
+    config = ledger._currency(_composed(_first_event(events_of, initial)))
+    if config.get("accountant") == "plan":
+        raise InvalidArgumentError(
+            "this ledger is planned: it accepts only the releases of its plan. Fit with "
+            "ledger=None (a per-fit planned ledger), or share an unplanned ledger."
+        )
+    try:
+        like = make_filter(config["accountant"], epsilon, delta, config.get("order"))
+    except InvalidArgumentError:
+        return tightest
+    return max(tightest, _solve_share(like, like.zero(), 1.0, events_of, initial))
+
+
+# -- the one entry point -----------------------------------------------------------------
+
+
+def reserve(
+    ledger: Ledger,
+    schedule: Make | Schedule,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    share: float | None = None,
+    plan: bool = False,
+    method: str = "auto",
+    initial: float = 1.0,
+    rng: Any = None,
+    label: str | None = None,
+    safe: bool = False,
+) -> Reservation:
+    """Plan ``schedule`` on ``ledger`` (the body of :meth:`Ledger.reserve`; see there)."""
+    method = check_choice("method", method, METHODS)
+    if callable(schedule):
+        make: Make = schedule
+        fixed = None
+    elif isinstance(schedule, (ev.Event, str, bytes)) or not hasattr(schedule, "__iter__"):
+        raise InvalidArgumentTypeError(
+            "`schedule` must be a callable noise -> releases, or a sequence of releases "
+            f"(events or mechanisms). Found {schedule!r}."
+        )
+    else:
+        fixed = list(schedule)
+        if not fixed:
+            raise InvalidArgumentError("`schedule` must contain at least one release. Found none.")
+    if (epsilon is None) != (delta is None):
+        raise InvalidArgumentError("`epsilon` and `delta` go together (the schedule's target).")
+    if share is not None and epsilon is not None:
+        raise InvalidArgumentError("give a target as `epsilon`/`delta` or as `share`, not both.")
+    if plan and (share is not None or epsilon is not None):
+        raise InvalidArgumentError(
+            "a planned reservation uses the ledger's whole budget: no `share` or "
+            "`epsilon`/`delta` with plan=True."
+        )
+    if share is not None:
+        share = check_probability("share", share, low_open=True, high_open=False)
+    if epsilon is not None:
+        epsilon = check_positive("epsilon", epsilon)
+        delta = check_probability("delta", delta)
+
+    def events_of(p: float) -> list[ev.Event]:
+        out = []
+        for item in make(p):
+            event = as_event(item, None, None)
+            check_adjacency(event, ledger.adjacency)
+            out.append(event)
+        if not out:
+            raise InvalidArgumentError("`schedule` must contain at least one release. Found none.")
+        return out
+
+    with ledger._lock:
+        if plan and ledger.receipts:
+            raise InvalidArgumentError(
+                "a plan needs a ledger with nothing recorded; this one has "
+                f"{len(ledger.receipts)} receipts. Calibrate in its currency (plan=False)."
+            )
+        if fixed is not None:
+            return Reservation(ledger, fixed, None, plan=plan, method=method, rng=rng, label=label)
+        initial = check_positive("initial", initial)
+        if plan:
+            p = _tightest(events_of, ledger.epsilon, ledger.delta, method, initial, safe)
+        elif epsilon is not None:
+            assert delta is not None
+            tightest = _tightest(events_of, epsilon, delta, "auto", initial, safe)
+            p = _in_currency(ledger, events_of, epsilon, delta, initial, tightest)
+        else:
+            p = _share_of_remaining(ledger, events_of, 1.0 if share is None else share, initial)
+        return Reservation(ledger, make(p), p, plan=plan, method=method, rng=rng, label=label)
+
+
+def _share_of_remaining(
+    ledger: Ledger, events_of: Callable[[float], list[ev.Event]], share: float, initial: float
+) -> float:
+    """The least noise whose schedule fits ``share`` of what remains, in the ledger's currency.
+
+    An undecided auto ledger is decided here, for the filter with least noise; its first
+    spend records that choice.
+    """
+    ledger.refresh()
+    state = ledger._state
+    if isinstance(state.filter, AutoFilter) and ledger._pending is None:
+        p, chosen = _choose_filter(state.filter, events_of, share, initial)
+        ledger._pending = chosen  # the first spend records this choice
+        return p
+    filt, total = ledger._handler(state, _composed(_first_event(events_of, initial)))
+    return _solve_share(filt, total, share, events_of, initial)

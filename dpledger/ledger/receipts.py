@@ -1,0 +1,158 @@
+"""Receipts, and what a ledger records: events, their depth, adjacency and labels."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, cast
+
+from dpledger._public import namespace
+from dpledger._validation import check_nonnegative, check_probability
+from dpledger.accountant import events as ev
+from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
+from dpledger.ledger.budgets import Budget
+
+__all__ = [
+    "MAX_RECORDED_DEPTH",
+    "Receipt",
+    "as_event",
+    "check_adjacency",
+    "check_label",
+    "recordable",
+    "shown_down",
+]
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """The record of one charge.
+
+    Attributes:
+        seq: Position in the ledger (0, 1, ...).
+        kind: "spend", or "plan" for the declaration of a planned schedule.
+        event: What was released (an event), or the planned schedule.
+        label: The caller's label, if any.
+        currency: The ledger's currency ("approx_dp", "zcdp", "gdp", "rdp", "plan").
+        charge: What this release cost, a typed budget in that currency
+            (``charge.epsilon_at(delta)``: the same in ε at the ledger's δ).
+        total: The cumulative spend after it (rounded up), a typed budget.
+        epsilon: The filter-tracked ε after it (at the ledger's δ).
+        delta: The δ it is reported at.
+        timestamp: UTC time of the charge (ISO 8601).
+        hash: The receipt's chain hash (hex).
+        mechanism: The mechanism charged, in data units (its repr), when a mechanism was
+            spent; ``event`` is what it releases (for the safe Laplace and Gaussian, the
+            discrete event in grid units).
+    """
+
+    seq: int
+    kind: str
+    event: ev.Event
+    label: str | None
+    currency: str
+    charge: Budget
+    total: Budget
+    epsilon: float
+    delta: float
+    timestamp: str
+    hash: str
+    mechanism: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {
+            "seq": self.seq,
+            "kind": self.kind,
+            "event": ev.to_dict(self.event),
+            "label": self.label,
+            "currency": self.currency,
+            "charge": list(self.charge.as_tuple()),
+            "total": list(self.total.as_tuple()),
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "timestamp": self.timestamp,
+            "hash": self.hash,
+            "mechanism": self.mechanism,
+        }
+
+
+def as_event(item: Any, epsilon: Any, delta: Any) -> ev.Event:
+    """The event a ledger records for ``item`` (event, mechanism) or ``epsilon``/``delta``."""
+    if item is None:
+        if epsilon is None:
+            raise InvalidArgumentError(
+                "spend() needs an event, a mechanism, or `epsilon=` (and optionally `delta=`)."
+            )
+        eps = check_nonnegative("epsilon", epsilon)
+        d = check_probability("delta", 0.0 if delta is None else delta)
+        return ev.ApproxDP(eps, d) if d > 0 else ev.PureDP(eps)
+    if epsilon is not None or delta is not None:
+        raise InvalidArgumentError(
+            "pass either an event/mechanism or `epsilon=`/`delta=`, not both."
+        )
+    if isinstance(item, ev.Event):
+        return recordable(item)
+    event = getattr(item, "event", None)
+    if isinstance(event, ev.Event):
+        return recordable(event)
+    raise InvalidArgumentTypeError(
+        "spend() takes a privacy event, a mechanism (anything with an `.event`), or "
+        f"epsilon=/delta=. Found {item!r} of type {type(item).__name__}."
+    )
+
+
+MAX_RECORDED_DEPTH = 100
+"""The deepest event tree a ledger records (receipts store events as nested JSON)."""
+
+
+def recordable(event: ev.Event) -> ev.Event:
+    """``event`` if its tree is at most :data:`MAX_RECORDED_DEPTH` deep (checked iteratively)."""
+    stack = [(event, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if depth > MAX_RECORDED_DEPTH:
+            raise InvalidArgumentError(
+                f"the event is nested more than {MAX_RECORDED_DEPTH} levels deep; a ledger "
+                "records events as receipts and cannot store it. Compose it flat: "
+                "event * count, or Composed((...))."
+            )
+        if isinstance(current, (ev.Repeated, ev.PoissonSampled, ev.SampledWithoutReplacement)):
+            stack.append((current.event, depth + 1))
+        elif isinstance(current, ev.Composed):
+            stack.extend((child, depth + 1) for child in current.events)
+    return event
+
+
+def check_adjacency(event: ev.Event, adjacency: str) -> None:
+    """Refuse a sampled release analysed under another adjacency than the ledger's."""
+    stack = [event]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (ev.PoissonSampled, ev.SampledWithoutReplacement)):
+            if current.adjacency != adjacency:
+                raise InvalidArgumentError(
+                    f"{type(current).__name__} is analysed under {current.adjacency!r} "
+                    f"adjacency but this ledger uses {adjacency!r}; the guarantees would not "
+                    "compose. Open the ledger with the matching `adjacency`."
+                )
+            stack.append(current.event)
+        elif isinstance(current, ev.Repeated):
+            stack.append(current.event)
+        elif isinstance(current, ev.Composed):
+            stack.extend(current.events)
+
+
+def shown_down(budget: Budget) -> Budget:
+    """The same budget, printed rounded down (what remains must not look larger)."""
+    shown: Budget = dataclasses.replace(cast(Any, budget), rounding="down")
+    return shown
+
+
+def check_label(label: Any) -> str | None:
+    """A receipt's label: a string or None."""
+    if label is not None and not isinstance(label, str):
+        raise InvalidArgumentTypeError(f"`label` must be a string. Found {label!r}.")
+    return label
+
+
+__dir__ = namespace(__all__)
