@@ -199,7 +199,7 @@ def test_moment_sensitivities_hold_for_any_theta(loss, adjacency):
         safe_noise=False,
         fit_intercept=False,
     )
-    first, second = model._mechanisms(3, None)[:2]
+    first, second = model._reservation(3, None).mechanisms[:2]
     rows = rng.normal(size=(300, 3))
     rows /= np.linalg.norm(rows, axis=1)[:, None]
     labels = {"lad": [-4.0, 4.0, 0.0], "logistic": [0.0, 1.0], "poisson": [0.0, 4.0]}[loss]

@@ -61,6 +61,7 @@ __all__ = [
     "PrivateEstimator",
     "Release",
     "RepeatedNoiseWarning",
+    "Reservation",
     "noise_generator",
     "one_fit_budget",
 ]

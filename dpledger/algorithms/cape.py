@@ -58,7 +58,6 @@ from dpledger._validation import check_int_at_least
 from dpledger.accountant import events as ev
 from dpledger.algorithms.base import (
     PrivateEstimator,
-    noise_generator,
     one_fit_budget,
     symmetric_from_upper,
     upper,
@@ -206,27 +205,35 @@ class CapeFM:
         tau1, tau2 = p * a1, p * a2
         site_events = [ev.Gaussian(p / math.sqrt(factor), sensitivity)]
 
-        def open_site_ledgers() -> list[Ledger]:
-            ledgers = []
-            for _ in range(count):
-                ledger = Ledger(epsilon, delta, adjacency=adjacency)
-                ledger.plan(site_events, label=f"capeFM ({self.scheme}) site release")
-                ledgers.append(ledger)
-            return ledgers
+        # one per-site ledger each, planning the site's release; the noise is drawn
+        # jointly across sites (correlated), from the first site's generator
+        sites = [
+            Ledger(epsilon, delta, adjacency=adjacency).reserve(
+                site_events,
+                plan=True,
+                rng=self.rng if s == 0 else None,
+                label=f"capeFM ({self.scheme}) site release",
+            )
+            for s in range(count)
+        ]
 
-        ledgers = lineage.claim("CapeFM", (epsilon, delta), open_site_ledgers, has_ledger=False)
+        def open_sites() -> list[Ledger]:
+            return [site.open().ledger for site in sites]
+
+        ledgers = lineage.claim("CapeFM", (epsilon, delta), open_sites, has_ledger=False)
         warnings.warn(
             "capeFM draws floating-point Gaussian noise (the zero-sum construction has no "
             "exact discrete form here), which can leak low-order bits (Mironov 2012).",
             FloatingPointWarning,
             stacklevel=2,
         )
-        generator = noise_generator(self.rng, None)
+        generator = sites[0].generator
+        assert generator is not None
         sums = [np.zeros(d), np.zeros(arrays[0][1].size)]
         self.site_releases_ = []
-        for ledger in ledgers:  # charge every site before any noise is drawn
-            for event in site_events:
-                ledger.spend(event, label=f"capeFM site release ({self.scheme})")
+        for site in sites:  # charge every site before any noise is drawn
+            for _ in site_events:
+                site.charge(label=f"capeFM site release ({self.scheme})")
         for order, tau in ((0, tau1), (1, tau2)):
             size = sums[order].size
             if self.scheme == "cape":

@@ -42,7 +42,6 @@ from dpledger._public import namespace
 from dpledger._validation import check_choice, check_positive, check_probability, check_real
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import noise_generator
 from dpledger.calibrate import mechanism as calibrated_mechanism
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 from dpledger.mechanisms import DiscreteGaussian, DiscreteLaplace, ExactValue, Gaussian, Laplace
@@ -291,19 +290,17 @@ class _Plan:
             else:
                 # equal shares of what remains now; charges add in every ledger currency
                 mechanisms.append(self.ledger.calibrate(factory, share=self.share / k))
-        for mech, (value, integer, _, _, _) in zip(mechanisms, self.items, strict=True):
-            mech.validate(value.astype(np.int64) if integer else value)
-        # all of the query's releases, in order, before the first (nothing half-done)
-        self.ledger.check(mechanisms, decide=True)
-        # a seeded rng is combined with the ledger's position: no two queries repeat noise
-        generator = noise_generator(rng, self.ledger)
-        out = []
-        for mech, (value, integer, _, _, label) in zip(mechanisms, self.items, strict=True):
-            noisy = self.ledger.release(
-                mech, value.astype(np.int64) if integer else value, generator, label=label
-            )
-            out.append(np.asarray(noisy, dtype=float).reshape(-1))
-        return out
+        # every value validated and all of the query's releases checked, in order, before
+        # the first (nothing half-done); a seeded rng is combined with the ledger's
+        # position, so no two queries repeat noise
+        reservation = self.ledger.reserve(mechanisms, rng=rng)
+        named = [
+            (label, value.astype(np.int64) if integer else value)
+            for value, integer, _, _, label in self.items
+        ]
+        return [
+            np.asarray(noisy, dtype=float).reshape(-1) for noisy in reservation.release_all(named)
+        ]
 
 
 def _limits(bounds: list[Bounds]) -> tuple[np.ndarray, np.ndarray]:

@@ -81,7 +81,7 @@ from dpledger._public import namespace
 from dpledger._validation import check_choice, check_positive, check_reals
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import Release, store_parameters, symmetric_from_upper, upper
+from dpledger.algorithms.base import store_parameters, symmetric_from_upper, upper
 from dpledger.algorithms.linear import (
     BinaryClassifierOutputs,
     _SufficientStatisticsRegression,
@@ -377,10 +377,10 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
                     if method == "original"
                     else paper[key] * classical / epsilon
                 )
-                mechanisms = one(noise)
+                reservation = self._reserve(one(noise), ledger)
             else:
-                mechanisms = one(self._calibrate(one, ledger, initial=true[key] / epsilon))
-            (noisy,) = self._release_all([Release("coefficients", mechanisms[0], vector)], ledger)
+                reservation = self._reserve(one, ledger, initial=true[key] / epsilon)
+            (noisy,) = self._release(reservation, [("coefficients", vector)])
             n1, n2 = _from_monomials(np.asarray(noisy, dtype=float), d, with_c0)
         else:
             entries = d * (d + 1) // 2
@@ -388,37 +388,20 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
                 # the paper's per-order noise, each order at the full (ε, δ); C₂ as the
                 # paper releases it: iid noise on the upper triangle, mirrored
                 rows, cols = np.triu_indices(d)
-                schedule = (
-                    [
-                        Release(
-                            "C0",
-                            Gaussian(paper["c0"] * classical / epsilon, true["c0"], safe=safe),
-                            c0,
-                        ),
-                    ]
-                    if not logistic
-                    else []
-                )
-                schedule += [
-                    Release(
-                        "C1",
-                        Gaussian(
-                            paper["c1"] * classical / epsilon, true["c1"], dimension=d, safe=safe
-                        ),
-                        c1,
-                    ),
-                    Release(
-                        "C2",
-                        Gaussian(
-                            paper["c2"] * classical / epsilon,
-                            true["c2"],
-                            dimension=entries,
-                            safe=safe,
-                        ),
-                        c2[rows, cols],
-                    ),
+                sizes = {"c0": 1, "c1": d, "c2": entries}
+                orders = [("C1", c1), ("C2", c2[rows, cols])]
+                if not logistic:
+                    orders.insert(0, ("C0", c0))
+                schedule = [
+                    Gaussian(
+                        paper[name.lower()] * classical / epsilon,
+                        true[name.lower()],
+                        dimension=sizes[name.lower()],
+                        safe=safe,
+                    )
+                    for name, _ in orders
                 ]
-                outputs = self._release_all(schedule, ledger)
+                outputs = self._release(self._reserve(schedule, ledger), orders)
                 n1 = np.asarray(outputs[-2], dtype=float)
                 upper_noisy = np.asarray(outputs[-1], dtype=float)
                 n2 = np.zeros((d, d))
@@ -432,10 +415,9 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
                     return [Gaussian(p, sensitivity, dimension=whitened.size, safe=safe)]
 
                 guess = sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
-                (mechanism,) = scaled(self._calibrate(scaled, ledger, initial=guess))
-                (noisy,) = self._release_all(
-                    [Release("C1 and C2, whitened", mechanism, whitened)], ledger
-                )
+                reservation = self._reserve(scaled, ledger, initial=guess)
+                (mechanism,) = reservation.mechanisms
+                (noisy,) = self._release(reservation, [("C1 and C2, whitened", whitened)])
                 values = np.asarray(noisy, dtype=float)
                 self.noise_scales_ = (mechanism.sigma * a1, mechanism.sigma * a2)
                 n1 = a1 * values[:d]

@@ -38,7 +38,7 @@ from dpledger._validation import (
 )
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import store_parameters
+from dpledger.algorithms.base import Reservation, store_parameters
 from dpledger.algorithms.linear import (
     BinaryClassifierOutputs,
     _clip_rows,
@@ -125,7 +125,7 @@ class _NoisyGD(_SufficientStatisticsRegression):
         residual = (special.expit(eta) - y) if self.loss == "logistic" else (eta - y)
         return np.asarray(X * residual[:, None], dtype=float)
 
-    def _steps_plan(self, d: int, ledger: Any) -> list[Any]:
+    def _steps_plan(self, d: int, ledger: Any) -> Reservation:
         epsilon, delta = self._budget()
         if delta == 0:
             raise InvalidArgumentError("noisy gradient descent adds Gaussian noise: `delta` > 0.")
@@ -163,7 +163,7 @@ class _NoisyGD(_SufficientStatisticsRegression):
         guess = math.sqrt(2 * steps * math.log(1.25 / delta)) / epsilon
         if rate is not None:
             guess *= max(rate, 1e-3)
-        return make(self._calibrate(make, ledger, initial=guess))
+        return self._reserve(make, ledger, initial=guess)
 
     def _fit_gd(self, X: Any, y: Any) -> np.ndarray:
         self._budget()
@@ -206,13 +206,14 @@ class _NoisyGD(_SufficientStatisticsRegression):
         )
         Xs, ys = transform(Xd, yd)
         d = Xs.shape[1]
-        mechanisms = self._steps_plan(d, ledger)
-        own = ledger is None
-        ledger, generator = self._open_ledger(mechanisms, ledger)
+        reservation = self._steps_plan(d, ledger)
+        mechanisms = reservation.mechanisms
+        generator = reservation.open().generator
+        assert generator is not None
         labels: np.ndarray = np.asarray(ys, dtype=float)
         rate = self.sampling_rate if self.sampling_rate not in (None, 1.0) else None
         w = np.zeros(d)
-        for t, mechanism in enumerate(mechanisms):
+        for t in range(len(mechanisms)):
             rows = slice(None) if rate is None else generator.random(Xs.shape[0]) < rate
             with np.errstate(over="ignore", invalid="ignore"):
                 grads = self._gradients(Xs[rows], labels[rows], w)
@@ -221,13 +222,13 @@ class _NoisyGD(_SufficientStatisticsRegression):
             grads[~np.isfinite(grads).all(axis=1)] = 0.0
             total = _exact_sum(_clip_rows(grads, clip, "l2"), clip)
             label = f"{type(self).__name__}: step {t + 1}"
-            noisy: np.ndarray = np.asarray(ledger.release(mechanism, total, generator, label=label))
+            noisy: np.ndarray = np.asarray(reservation.release(total, label=label))
             expected = size * (1.0 if rate is None else rate)
             w = w - rate_eta * (noisy / expected + alpha * w)
             norm_w = float(np.linalg.norm(w))
             if not norm_w <= _MAX_WEIGHT:  # post-processing: w stays finite whatever the noise
                 w = np.zeros(d) if not math.isfinite(norm_w) else w * (_MAX_WEIGHT / norm_w)
-        self._keep_ledger(ledger, own, mechanisms)
+        self._keep(reservation)
         self.sigma_ = mechanisms[0].sigma
         self.n_features_in_ = int(Xd.shape[1])
         return w

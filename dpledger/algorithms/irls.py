@@ -54,7 +54,7 @@ from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import store_parameters, symmetric_from_upper, upper
+from dpledger.algorithms.base import Reservation, store_parameters, symmetric_from_upper, upper
 from dpledger.algorithms.linear import _SufficientStatisticsRegression, solve_ridge
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, Laplace
@@ -229,9 +229,9 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         it like a declared pipeline.
         """
         features = check_int_at_least("n_features", n_features, 1)
-        return [m.event for m in self._mechanisms(features, self._shared_ledger())]
+        return list(self._reservation(features, self._shared_ledger()).events)
 
-    def _mechanisms(self, features: int, ledger: Any) -> list[Any]:
+    def _reservation(self, features: int, ledger: Any) -> Reservation:
         epsilon, delta = self._budget()
         adjacency = self._adjacency()
         variant = self._variant()
@@ -261,7 +261,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
                 if second == "wishart"
                 else Gaussian(c * matrix_l2 / eps_step, matrix_l2, dimension=entries, safe=safe),
             ]
-            return one * iterations
+            return self._reserve(one * iterations, ledger)
 
         def scaled(p: float) -> list[Any]:
             noise_first = p * (vector_l1 if first == "laplace" else vector_l2) / math.sqrt(0.5)
@@ -271,7 +271,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
             ] * iterations
 
         guess = math.sqrt(2 * iterations * math.log(1.25 / max(delta, 1e-300))) / epsilon
-        return scaled(self._calibrate(scaled, ledger, initial=guess))
+        return self._reserve(scaled, ledger, initial=guess)
 
     def fit(self, X: Any, y: Any) -> PrivateIRLS:
         """Check the 2J releases fit the ledger; then J rounds of release and re-weight."""
@@ -285,7 +285,8 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         transform = self._transform()
         features = int(Xd.shape[1])
         d = features + (1 if self.fit_intercept else 0)
-        mechanisms = self._mechanisms(features, ledger)
+        reservation = self._reservation(features, ledger)
+        mechanisms = reservation.mechanisms
         if variant == "published":
             eps_step = math.sqrt(epsilon / iterations)
             self.paper_accounting_ = {
@@ -309,45 +310,32 @@ class PrivateIRLS(_SufficientStatisticsRegression):
             if not isinstance(m, Wishart):
                 m.validate(np.full(m.dimension, bound))
         # check the whole schedule before the first release (nothing drawn if refused)
-        own = ledger is None
-        ledger, generator = self._open_ledger(mechanisms, ledger)
+        reservation.open()
         for t in range(iterations):
             if t > 0:
                 stats = _data.sufficient_statistics(Xd, yd, transform, self._moments(theta))
             # the exact sums go to the grid mechanisms (floored exactly); Wishart's float
             # noise takes the float Gram matrix
             matrix, exact = stats.gram, stats.exact
-            m_first, m_second = mechanisms[2 * t], mechanisms[2 * t + 1]
+            m_second = mechanisms[2 * t + 1]
             noisy_vector = np.asarray(
-                ledger.release(
-                    m_first, exact.vector, generator, label=f"PrivateIRLS: first moment {t + 1}"
-                ),
+                reservation.release(exact.vector, label=f"PrivateIRLS: first moment {t + 1}"),
                 dtype=float,
             )
+            label = f"PrivateIRLS: second moment {t + 1}"
             if isinstance(m_second, Wishart):
                 noisy_matrix = np.asarray(
-                    ledger.release(
-                        m_second,
-                        (matrix + matrix.T) / 2,
-                        generator,
-                        label=f"PrivateIRLS: second moment {t + 1}",
-                    ),
-                    dtype=float,
+                    reservation.release((matrix + matrix.T) / 2, label=label), dtype=float
                 )
             else:
-                noisy_upper = ledger.release(
-                    m_second,
-                    upper(exact.gram),
-                    generator,
-                    label=f"PrivateIRLS: second moment {t + 1}",
-                )
+                noisy_upper = reservation.release(upper(exact.gram), label=label)
                 noisy_matrix = symmetric_from_upper(np.asarray(noisy_upper, dtype=float), d)
             # a ridge at the noise's typical spectral norm (σ√(2d) for symmetric noise of
             # variance σ² on the diagonal, σ²/2 off it): post-processing of public σ
             ridge = 0.0 if isinstance(m_second, Wishart) else m_second.sigma * math.sqrt(2 * d)
             step = solve_ridge(noisy_matrix, noisy_vector, ridge)
             theta = step if self.loss == "lad" else theta + step
-        self._keep_ledger(ledger, own, mechanisms)
+        self._keep(reservation)
         self.ridge_ = (
             0.0 if isinstance(mechanisms[1], Wishart) else mechanisms[1].sigma * math.sqrt(2 * d)
         )

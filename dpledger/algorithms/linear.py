@@ -67,7 +67,6 @@ from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms.base import (
     PrivateEstimator,
-    Release,
     store_parameters,
     symmetric_from_upper,
     upper,
@@ -448,7 +447,7 @@ class ADASSP(_SufficientStatisticsRegression):
 
         if variant == "published":
             sigma0 = math.sqrt(math.log(6.0 / delta)) / (epsilon / 3.0)
-            mechanisms = schedule([sigma0] * 3)
+            reservation = self._reserve(schedule([sigma0] * 3), ledger)
             shift = math.log(6.0 / delta) / (epsilon / 3.0)
             ridge_scale = sigma0 * math.sqrt(d * math.log(2.0 * d * d / rho))
         else:
@@ -458,18 +457,18 @@ class ADASSP(_SufficientStatisticsRegression):
                     [p * dl / math.sqrt(w) for dl, w in zip(deltas, split, strict=True)]
                 )
 
-            p = self._calibrate(
+            reservation = self._reserve(
                 scaled, ledger, initial=math.sqrt(2 * math.log(1.25 / delta)) / epsilon
             )
-            mechanisms = scaled(p)
-            shift = mechanisms[0].sigma * float(special.ndtri(1.0 - rho / 2.0))
-            ridge_scale = mechanisms[1].sigma * math.sqrt(d * math.log(4.0 * d * d / rho))
-        releases = [
-            Release("lambda_min", mechanisms[0], _lambda_min(exact, mechanisms[0])),
-            Release("XtX", mechanisms[1], upper(exact.gram)),
-            Release("Xty", mechanisms[2], exact.vector),
+            lam, matrix = reservation.mechanisms[:2]
+            shift = lam.sigma * float(special.ndtri(1.0 - rho / 2.0))
+            ridge_scale = matrix.sigma * math.sqrt(d * math.log(4.0 * d * d / rho))
+        named = [
+            ("lambda_min", _lambda_min(exact, reservation.mechanisms[0])),
+            ("XtX", upper(exact.gram)),
+            ("Xty", exact.vector),
         ]
-        noisy_min, noisy_upper, noisy_xty = self._release_all(releases, ledger)
+        noisy_min, noisy_upper, noisy_xty = self._release(reservation, named)
         lam_tilde = max(float(np.asarray(noisy_min).ravel()[0]) - shift, 0.0)
         ridge = max(0.0, ridge_scale - lam_tilde)
         gram = symmetric_from_upper(np.asarray(noisy_upper, dtype=float), d)
@@ -555,12 +554,14 @@ class SSP(_SufficientStatisticsRegression):
         _, delta_xx, delta_xy = _sensitivities(adjacency)
         if variant == "published":
             sigma = math.sqrt(math.log(4.0 / delta)) / epsilon
-            matrix = self._gaussian(sigma, delta_xx, d * d)
-            releases = [
-                Release("XtX", matrix, exact.gram.ravel()),
-                Release("Xty", self._gaussian(sigma, delta_xy, d), exact.vector),
+            mechanisms = [
+                self._gaussian(sigma, delta_xx, d * d),
+                self._gaussian(sigma, delta_xy, d),
             ]
-            noisy_xtx, noisy_xty = self._release_all(releases, ledger)
+            noisy_xtx, noisy_xty = self._release(
+                self._reserve(mechanisms, ledger),
+                [("XtX", exact.gram.ravel()), ("Xty", exact.vector)],
+            )
             # Wang's code solves with XᵀX + noise + I (a public ridge of 1, post-processing)
             gram = np.asarray(noisy_xtx, dtype=float).reshape(d, d) + np.eye(d)
             theta, *_ = np.linalg.lstsq(gram, np.asarray(noisy_xty, dtype=float), rcond=None)
@@ -573,15 +574,12 @@ class SSP(_SufficientStatisticsRegression):
                     self._gaussian(p * delta_xy / math.sqrt(0.5), delta_xy, d),
                 ]
 
-            p = self._calibrate(
+            reservation = self._reserve(
                 scaled, ledger, initial=math.sqrt(2 * math.log(1.25 / delta)) / epsilon
             )
-            first, second = scaled(p)
-            releases = [
-                Release("XtX", first, upper(exact.gram)),
-                Release("Xty", second, exact.vector),
-            ]
-            noisy_upper, noisy_xty = self._release_all(releases, ledger)
+            noisy_upper, noisy_xty = self._release(
+                reservation, [("XtX", upper(exact.gram)), ("Xty", exact.vector)]
+            )
             gram = symmetric_from_upper(np.asarray(noisy_upper, dtype=float), d)
             theta = solve_ridge(gram, np.asarray(noisy_xty, dtype=float), 0.0)
         self._set_coefficients(np.asarray(theta), features)

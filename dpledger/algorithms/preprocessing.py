@@ -32,7 +32,7 @@ from sklearn.base import TransformerMixin
 from dpledger._public import namespace
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import PrivateEstimator, Release, store_parameters
+from dpledger.algorithms.base import PrivateEstimator, store_parameters
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian
 
@@ -155,15 +155,14 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
                 for dl, dim in zip(deltas, dims, strict=False)
             ]
 
-        p = self._calibrate(scaled, ledger, initial=math.sqrt(2 * math.log(1.25 / delta)) / epsilon)
-        mechanisms = scaled(p)
-        schedule = [
-            Release("sums", mechanisms[0], sums),
-            Release("squares", mechanisms[1], squares),
-        ]
+        reservation = self._reserve(
+            scaled, ledger, initial=math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+        )
+        mechanisms = reservation.mechanisms
+        named = [("sums", sums), ("squares", squares)]
         if adjacency != ev.REPLACE_ONE:
-            schedule.append(Release("count", mechanisms[2], exact.scalar))
-        outputs = self._release_all(schedule, ledger)
+            named.append(("count", exact.scalar))
+        outputs = self._release(reservation, named)
         count = n if adjacency == ev.REPLACE_ONE else float(np.asarray(outputs[2]).ravel()[0])
         count = max(count, 1.0)
         mean_u = np.clip(np.asarray(outputs[0], dtype=float) / count, 0.0, 1.0)

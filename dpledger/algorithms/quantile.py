@@ -36,7 +36,6 @@ from dpledger._validation import (
     check_reals,
 )
 from dpledger.accountant import events as ev
-from dpledger.algorithms.base import noise_generator
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 from dpledger.mechanisms.base import warn_floating_point
 
@@ -228,25 +227,27 @@ def quantile(
         )
     if epsilon is not None:
         each = check_positive("epsilon", epsilon) / k
+        reservation = ledger.reserve([ev.BoundedRange(each)] * k, rng=rng)
     else:
         share = check_probability("share", share, low_open=True, high_open=False)
-        event = ledger.calibrate(lambda p: ev.BoundedRange(1.0 / p), count=k, share=share)
-        each = event.epsilon
-    events = [ev.BoundedRange(each)] * k
-    ledger.check(events, decide=True)  # all of them, before the first draw
-    generator = noise_generator(rng, ledger)
+        reservation = ledger.reserve(lambda p: [ev.BoundedRange(1.0 / p)] * k, share=share, rng=rng)
+        each = reservation.events[0].epsilon  # type: ignore[attr-defined]
+    generator = reservation.open().generator  # all of them checked, before the first draw
+    assert generator is not None
     warn_floating_point("quantile (uniform draws on the chosen interval)", no_exact_sampler=True)
     out = []
-    for level, event in zip(levels, events, strict=True):
+    for level in levels:
+        # each release is charged, then drawn by its sampler (the exponential mechanism
+        # over the intervals between data points, or KNG)
         if mechanism == "exponential":
             sensitivity = max(level, 1.0 - level) * (hi - lo)
-            ledger.spend(
-                event, label=f"quantile q={level:g} (exponential mechanism, Δ={sensitivity:g})"
+            reservation.charge(
+                label=f"quantile q={level:g} (exponential mechanism, Δ={sensitivity:g})"
             )
             out.append(_sample_exponential(values, level, each, sensitivity, lo, hi, generator))
             continue
         sensitivity = 1.0 if ledger.adjacency == ev.REPLACE_ONE else max(level, 1.0 - level)
-        ledger.spend(event, label=f"quantile q={level:g} (KNG, Δ={sensitivity:g})")
+        reservation.charge(label=f"quantile q={level:g} (KNG, Δ={sensitivity:g})")
         out.append(_sample(values, level, each, sensitivity, lo, hi, generator))
     return out[0] if single else np.array(out)
 

@@ -213,6 +213,16 @@ class Reservation:
         self.open()
         return self._charge_and_draw(value, label)
 
+    def charge(self, *, label: str | None = None) -> None:
+        """Charge the next release of the schedule, whose noise the caller then draws.
+
+        For releases no single mechanism draws (noise correlated across sites, a
+        sampler's output); opens the reservation if it is not open yet.
+        """
+        self.next_mechanism()
+        self.open()
+        self._charge_and_draw(None, label)
+
     def release_all(self, named: Sequence[tuple[str, Any]], *, prefix: str = "") -> list[Any]:
         """Release the rest of the schedule: ``named`` gives each release's (label, value).
 
@@ -242,7 +252,7 @@ class Reservation:
         mechanism = self.next_mechanism()
         self.ledger.spend(mechanism, label=label)
         self.releases_.append(self.events[len(self.releases_)])
-        if isinstance(mechanism, ev.Event):
+        if isinstance(mechanism, ev.Event) or value is None:
             return value
         return mechanism.release(value, self.generator)
 
