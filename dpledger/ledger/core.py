@@ -1,34 +1,17 @@
 """The Ledger: a privacy filter that charges every release before it happens.
 
-``Ledger(epsilon, delta)`` keeps a budget in one currency (see
-:mod:`dpledger.ledger.filters`): ``spend`` charges a release *before* it happens and
-refuses one that would overrun the budget, recording nothing; ``release`` validates the
-input, charges, and only then draws the noise, so no noisy value exists without its
-charge. Every currency is a valid privacy filter for adaptively chosen releases (the
-theorem is in each filter's docstring), so the whole interaction is (ε, δ)-DP however
-the analyst chooses the next release.
+``spend`` charges a release *before* it happens and refuses one that would overrun the
+budget, recording nothing; ``release`` validates, charges, then draws the noise. Every
+currency is a valid filter under adaptivity (:mod:`.filters`), so the whole interaction
+is (ε, δ)-DP however the next release is chosen; ``plan`` certifies a fixed schedule
+once with a method valid only for it (:mod:`.planned`); ``reserve`` is the one planning
+path (:mod:`.planning`).
 
-What the ledger certifies is its budget: a filter guarantees that the interaction,
-stopped by the filter, is (ε, δ)-DP. ``spent`` reports the filter-tracked total so far,
-converted to (ε, δ) — informative, and never above the budget.
-
-Methods that are valid only for a schedule fixed in advance (exact optimal composition,
-numerical PLD) are available through :meth:`Ledger.plan`: declare every release up
-front; the ledger certifies the whole schedule once with that method and from then on is
-a :class:`~dpledger.ledger.filters.PlannedFilter` that accepts exactly the planned
-releases, in order.
-
-One code path. Every receipt — one being written now, or one read back from a file or
-an export — goes through the same transition (:meth:`Ledger._transition`): the filter in
-force decides whether the release is admitted and what it costs, the exact total moves,
-and the budget is checked. Receipts written by other processes are re-checked the same
-way, so a file can never hold a spend its budget refuses.
-
-With ``path=`` the ledger lives in an SQLite file (see :mod:`dpledger.ledger.store`):
-each receipt is one IMMEDIATE transaction that re-reads and verifies the current state
-before deciding, so several processes, and several threads sharing one ``Ledger``, can
-use one file without overspending; receipts are hash-chained, the head is sealed (an
-HMAC with a key), and everything is verified on open.
+One code path: every receipt — written now, or read back from a file or an export —
+goes through the same transition (:meth:`Ledger._transition`), so a file can never hold
+a spend its budget refuses. With ``path=`` the ledger lives in an SQLite file
+(:mod:`.store`, :mod:`.persistence`): hash-chained receipts, a sealed head, one
+transaction per receipt, verified on open (docs/ledger.md).
 """
 
 from __future__ import annotations
@@ -54,7 +37,7 @@ from dpledger.errors import (
     LedgerIntegrityError,
     NotApplicableError,
 )
-from dpledger.ledger import planning
+from dpledger.ledger import persistence, planning
 from dpledger.ledger.budgets import Budget
 from dpledger.ledger.filters import (
     ACCOUNTANT_CHOICES,
@@ -64,7 +47,8 @@ from dpledger.ledger.filters import (
     Total,
     make_filter,
 )
-from dpledger.ledger.planned import PlannedFilter, schedule_runs
+from dpledger.ledger.hints import alternatives
+from dpledger.ledger.planned import PlannedFilter, planned_filter, schedule_runs
 from dpledger.ledger.planning import Reservation
 from dpledger.ledger.receipts import (
     Receipt,
@@ -79,9 +63,7 @@ from dpledger.ledger.store import (
     Row,
     canonical,
     chain_hash,
-    check_head,
     make_head,
-    verify_rows,
 )
 
 __all__ = ["Ledger", "Receipt"]
@@ -204,70 +186,7 @@ class Ledger:
         Raises:
             LedgerIntegrityError: The file is not a ledger, or does not verify.
         """
-        if not isinstance(path, (str, Path)):
-            raise InvalidArgumentTypeError(
-                f"`path` must be a str or pathlib.Path. Found {type(path).__name__}."
-            )
-        path = Path(path)
-        try:
-            exists = path.exists()
-        except OSError as error:
-            raise InvalidArgumentError(
-                f"`path` is not usable: {error.strerror or error}. Found {str(path)[:80]!r}."
-            ) from error
-        if not exists:
-            raise InvalidArgumentError(f"`path` does not exist: {str(path)[:200]!r}.")
-        if key is not None and not isinstance(key, bytes):
-            raise InvalidArgumentTypeError(f"`key` must be bytes. Found {type(key).__name__}.")
-        store = LedgerStore(path, key, readonly=bool(readonly))
-        try:
-            ledger = cls._from_config(store.read_config(), key, f"{str(path)!r}: the stored")
-            ledger._attach(store)
-        except BaseException:
-            store.close()
-            raise
-        if expect_head is not None:
-            ledger._check_expected_head(expect_head)
-        return ledger
-
-    @classmethod
-    def _from_config(cls, config: dict[str, Any], key: Any, where: str) -> Ledger:
-        """A ledger with a stored or exported configuration (not yet attached to a file)."""
-        ledger = cls.__new__(cls)
-        try:
-            ledger._setup(
-                config.get("epsilon"),
-                config.get("delta"),
-                config.get("accountant"),
-                config.get("adjacency"),
-                config.get("order"),
-                key,
-            )
-        except InvalidArgumentTypeError:
-            if key is not None and not isinstance(key, bytes):
-                raise  # the caller's key, not the configuration
-            raise LedgerIntegrityError(f"{where} ledger configuration is invalid.") from None
-        except DPLedgerError as error:
-            raise LedgerIntegrityError(
-                f"{where} ledger configuration is invalid: {error}"
-            ) from error
-        return ledger
-
-    def _check_expected_head(self, expect_head: Any) -> None:
-        try:
-            count, digest = expect_head
-            count = int(count)
-        except (TypeError, ValueError) as error:
-            raise InvalidArgumentError(
-                f"`expect_head` must be a (count, hash) pair from Ledger.head. Found "
-                f"{expect_head!r}."
-            ) from error
-        hashes = [self._genesis] + [r.hash for r in self._receipts]
-        if not 0 <= count < len(hashes) or hashes[count] != digest:
-            raise LedgerIntegrityError(
-                f"the ledger does not contain the head {expect_head!r} recorded earlier: it was "
-                f"rolled back to an older copy (it now has {len(self._receipts)} receipts)."
-            )
+        return persistence.open_file(cls, path, key, readonly, expect_head)
 
     def _config(self) -> dict[str, Any]:
         return {
@@ -281,31 +200,7 @@ class Ledger:
         return {**self._config(), "format": FORMAT, "keyed": self._key is not None}
 
     def _attach(self, store: LedgerStore) -> None:
-        path = store.path
-        stored = store.initialise(self._config())
-        mine = self._config()
-        differing = {k: (stored.get(k), v) for k, v in mine.items() if stored.get(k) != v}
-        if differing:
-            store.close()
-            details = ", ".join(
-                f"{k}: file {a!r} vs requested {b!r}" for k, (a, b) in differing.items()
-            )
-            raise InvalidArgumentError(
-                f"{str(path)!r} holds a ledger with a different budget ({details}); a ledger's "
-                "budget is fixed when it is created. Use Ledger.open(path) to continue it."
-            )
-        if stored.get("keyed") != (self._key is not None):
-            store.close()
-            raise LedgerIntegrityError(
-                f"{str(path)!r} was created {'with' if stored.get('keyed') else 'without'} a key; "
-                "open it the same way."
-            )
-        try:
-            self._absorb(store.verify())
-        except BaseException:
-            store.close()
-            raise
-        self._store = store
+        persistence.attach(self, store)
 
     # -- the one transition ----------------------------------------------------------------
 
@@ -349,43 +244,9 @@ class Ledger:
         """
         if isinstance(self._state.filter, PlannedFilter):
             return ""
-        current = self._state.filter.name
         spends = [r.event for r in self._receipts if r.kind == "spend"]
         cache: dict[str, list[Any]] = self.__dict__.setdefault("_replays", {})
-        offers = []
-        for name in FILTERS:
-            if name == current:
-                continue
-            entry = cache.get(name)
-            if entry is None:
-                try:
-                    alt = make_filter(name, self.epsilon, self.delta)
-                except DPLedgerError:
-                    continue
-                entry = cache[name] = [alt, 0, alt.zero(), True]
-            alt, done, total, alive = entry
-            try:
-                for past in spends[done:]:
-                    if alive:
-                        total = alt.add(total, alt.cost(past))
-                        alive = alt.within(total)
-                entry[1:] = [len(spends), total, alive]
-                more = alt.fits(total, event) if alive else 0
-            except (DPLedgerError, ArithmeticError):
-                entry[1:] = [len(spends), total, False]
-                continue
-            if more >= 1:
-                offers.append(
-                    f"accountant={name!r} would have accepted it, with room for {more} such "
-                    "release" + ("s" if more > 1 else "")
-                )
-        if not offers:
-            return ""
-        return (
-            f"(This ledger's accountant is {current!r}; with the same budget and the same "
-            "releases so far, " + "; ".join(offers) + ". The accountant is fixed when a "
-            "ledger is created, or at its first release for the default 'auto'.)"
-        )
+        return alternatives(self._state.filter.name, self.epsilon, self.delta, spends, cache, event)
 
     def _handler(
         self, state: _State, event: ev.Event, declared: Any = None
@@ -422,17 +283,7 @@ class Ledger:
         return make_filter(declared["accountant"], self.epsilon, self.delta, declared.get("order"))
 
     def _planned(self, body: dict[str, Any]) -> PlannedFilter:
-        runs = tuple((ev.from_dict(e), int(c)) for e, c in body["schedule"])
-        planned = PlannedFilter(self.epsilon, self.delta, runs, body["method"])
-        if planned.plan_epsilon > self.epsilon:
-            raise BudgetExceededError(
-                f"the planned schedule costs ε = {planned.plan_epsilon!r} at δ = {self.delta!r} "
-                f"by method {body['method']!r}, over the budget ε = {self.epsilon!r}; nothing "
-                "was recorded.",
-                requested=(planned.plan_epsilon, self.delta),
-                remaining=(self.epsilon, self.delta),
-            )
-        return planned
+        return planned_filter(self.epsilon, self.delta, body)
 
     def _body(self, kind: str, event: ev.Event, label: str | None, new: _State) -> dict[str, Any]:
         filt = new.filter
@@ -866,32 +717,7 @@ class Ledger:
             BudgetExceededError: Release ``k`` of the sequence would overrun the budget.
             NotApplicableError: This ledger cannot account for one of them.
         """
-        if isinstance(items, (ev.Event, str, bytes)) or not hasattr(items, "__iter__"):
-            raise InvalidArgumentTypeError(
-                f"`items` must be a sequence of releases (events or mechanisms). Found {items!r}."
-            )
-        events = [as_event(item, None, None) for item in items]
-        for event in events:
-            check_adjacency(event, self.adjacency)
-        with self._lock:
-            self.refresh()
-            state, seq = self._state, len(self._receipts)
-            chosen = None
-            if isinstance(state.filter, AutoFilter) and self._pending is None and events:
-                chosen = state.filter.settle(ev.Composed(tuple(events)))
-                state = _State(chosen, chosen.zero())
-            for k, event in enumerate(events):
-                draft = {"seq": seq + k, "kind": "spend"}
-                try:
-                    state = self._transition(state, draft, event)
-                except BudgetExceededError as refused:
-                    raise BudgetExceededError(
-                        f"release {k + 1} of {len(events)} would not fit: {refused}",
-                        requested=refused.requested,
-                        remaining=refused.remaining,
-                    ) from None
-            if decide and chosen is not None:
-                self._pending = chosen  # the first spend records this choice
+        planning.check_schedule(self, items, decide)
 
     def fits(self, item: Any) -> int:
         """How many more releases of this event (or mechanism) the budget allows now.
@@ -934,32 +760,7 @@ class Ledger:
             LedgerIntegrityError: A receipt, the chain, the head or the configuration does
                 not verify.
         """
-        if not isinstance(data, dict) or not {"config", "receipts", "head"} <= data.keys():
-            raise InvalidArgumentError(
-                "`data` must be the output of Ledger.to_dict() (config, receipts and head)."
-            )
-        config, receipts = data["config"], data["receipts"]
-        if not isinstance(config, dict) or not isinstance(receipts, list):
-            raise LedgerIntegrityError("the ledger export is malformed.")
-        ledger = cls._from_config(config, key, "the exported")
-        if canonical(config) != canonical(ledger._stored_config()):
-            raise LedgerIntegrityError("the ledger configuration in `data` does not verify.")
-        try:
-            raw = [
-                (
-                    r.get("seq"),
-                    canonical({k: v for k, v in r.items() if k != "hash"}),
-                    r.get("hash"),
-                )
-                for r in receipts
-            ]
-        except (AttributeError, TypeError, ValueError) as error:
-            raise LedgerIntegrityError(f"the exported receipts are malformed: {error}") from error
-        rows = verify_rows(raw, 0, ledger._genesis, key, "export")
-        last = rows[-1][1] if rows else ledger._genesis
-        check_head(data["head"], len(rows), last, key, "export")
-        ledger._absorb(rows)
-        return ledger
+        return persistence.from_export(cls, data, key)
 
     def close(self) -> None:
         """Close the ledger file (if any)."""

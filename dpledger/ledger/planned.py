@@ -10,11 +10,11 @@ from dpledger._public import namespace
 from dpledger.accountant import delta as accountant_delta
 from dpledger.accountant import epsilon as accountant_epsilon
 from dpledger.accountant import events as ev
-from dpledger.errors import InvalidArgumentError, NotApplicableError
+from dpledger.errors import BudgetExceededError, InvalidArgumentError, NotApplicableError
 from dpledger.ledger.budgets import Budget, Charge, ScheduleBudget
 from dpledger.ledger.filters import Cost, Filter, Total
 
-__all__ = ["PlannedFilter", "Run", "schedule_runs"]
+__all__ = ["PlannedFilter", "Run", "planned_filter", "schedule_runs"]
 
 Run = tuple[ev.Event, int]
 
@@ -160,6 +160,21 @@ class PlannedFilter(Filter):
     def config(self) -> dict[str, Any]:
         """The method and the schedule."""
         return {"accountant": self.name, "method": self.method}
+
+
+def planned_filter(epsilon: float, delta: float, body: dict[str, Any]) -> PlannedFilter:
+    """The planned filter a plan receipt declares, refused if it is over (ε, δ)."""
+    runs = tuple((ev.from_dict(e), int(c)) for e, c in body["schedule"])
+    planned = PlannedFilter(epsilon, delta, runs, body["method"])
+    if planned.plan_epsilon > epsilon:
+        raise BudgetExceededError(
+            f"the planned schedule costs ε = {planned.plan_epsilon!r} at δ = {delta!r} "
+            f"by method {body['method']!r}, over the budget ε = {epsilon!r}; nothing "
+            "was recorded.",
+            requested=(planned.plan_epsilon, delta),
+            remaining=(epsilon, delta),
+        )
+    return planned
 
 
 __dir__ = namespace(__all__)

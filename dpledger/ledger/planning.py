@@ -45,6 +45,7 @@ from dpledger.accountant import METHODS
 from dpledger.accountant import events as ev
 from dpledger.calibrate.solver import solve
 from dpledger.errors import (
+    BudgetExceededError,
     CalibrationError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -60,7 +61,7 @@ from dpledger.mechanisms._rng import resolve_rng
 if TYPE_CHECKING:
     from dpledger.ledger.core import Ledger
 
-__all__ = ["Reservation", "noise_generator", "reserve"]
+__all__ = ["Reservation", "check_schedule", "noise_generator", "reserve"]
 
 Schedule = Sequence[Any]
 Make = Callable[[float], Schedule]
@@ -468,6 +469,36 @@ def _in_currency(
     except InvalidArgumentError:
         return tightest
     return max(tightest, _solve_share(like, like.zero(), 1.0, events_of, initial))
+
+
+def check_schedule(ledger: Ledger, items: Any, decide: bool) -> None:
+    """The body of :meth:`Ledger.check <dpledger.Ledger.check>` (see there)."""
+    if isinstance(items, (ev.Event, str, bytes)) or not hasattr(items, "__iter__"):
+        raise InvalidArgumentTypeError(
+            f"`items` must be a sequence of releases (events or mechanisms). Found {items!r}."
+        )
+    events = [as_event(item, None, None) for item in items]
+    for event in events:
+        check_adjacency(event, ledger.adjacency)
+    with ledger._lock:
+        ledger.refresh()
+        state, seq = ledger._state, len(ledger.receipts)
+        chosen = None
+        if isinstance(state.filter, AutoFilter) and ledger._pending is None and events:
+            chosen = state.filter.settle(ev.Composed(tuple(events)))
+            state = type(state)(chosen, chosen.zero())
+        for k, event in enumerate(events):
+            draft = {"seq": seq + k, "kind": "spend"}
+            try:
+                state = ledger._transition(state, draft, event)
+            except BudgetExceededError as refused:
+                raise BudgetExceededError(
+                    f"release {k + 1} of {len(events)} would not fit: {refused}",
+                    requested=refused.requested,
+                    remaining=refused.remaining,
+                ) from None
+        if decide and chosen is not None:
+            ledger._pending = chosen  # the first spend records this choice
 
 
 # -- the one entry point -----------------------------------------------------------------
