@@ -244,28 +244,28 @@ def test_an_unprovable_solver_setting_is_refused_before_solving_on_both_neighbou
 def test_the_gradient_phase_certifies_within_its_public_bound(cls, rows, monkeypatch):
     """Newton made to fail: gradient descent from 0 still certifies, within the step count
     the refusal was computed from (the proof of :func:`_gradient_steps`)."""
-    import dpledger.algorithms.erm as erm
+    import dpledger.algorithms._erm_solver as solver  # the solver calls its own phases
 
-    monkeypatch.setattr(erm, "_newton", lambda *args, **kwargs: None)
+    monkeypatch.setattr(solver, "_newton", lambda *args, **kwargs: None)
     seen = {}
-    descent = erm._descent
+    descent = solver._descent
 
     def counted(X, y, loss, ridge, linear, tol, n, steps, smoothness):
         seen["bound"] = steps
         seen["used"] = 0
-        gradient = erm._gradient
+        gradient = solver._gradient
 
         def one(*args, **kwargs):
             seen["used"] += 1
             return gradient(*args, **kwargs)
 
-        monkeypatch.setattr(erm, "_gradient", one)
+        monkeypatch.setattr(solver, "_gradient", one)
         try:
             return descent(X, y, loss, ridge, linear, tol, n, steps, smoothness)
         finally:
-            monkeypatch.setattr(erm, "_gradient", gradient)
+            monkeypatch.setattr(solver, "_gradient", gradient)
 
-    monkeypatch.setattr(erm, "_descent", counted)
+    monkeypatch.setattr(solver, "_descent", counted)
     rng = np.random.default_rng(rows)
     X = rng.normal(size=(rows, 2))
     X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]

@@ -5,9 +5,10 @@ failure (SamplingError after the charge) had probability (1 − a_D)^N, whose ra
 neighbours is unbounded (reproducer: ε = 2, Θ radius 0.01, 100 rows x = 1, y = −0.0504
 against the same plus (1, −1): 3.3e-4 against 4.9e-2). Now the budget is Geometric with a
 public mean and the failure is part of an ε-bounded-range release
-(:func:`dpledger.algorithms.kng.sampler_epsilon`). Here the whole output law — every θ and
-the failure — is computed exactly (mpmath) on the reproducers' pairs and its log-ratio
-range checked against ε; the implementation's failure rate is checked against that law.
+(:func:`dpledger.mechanisms.regression.sampler_epsilon`). Here the whole output law —
+every θ and the failure — is computed exactly (mpmath) on the reproducers' pairs and its
+log-ratio range checked against ε; the implementation's failure rate is checked against
+that law.
 
 Finding 2: the MCMC work cap read n, private under add/remove.
 """
@@ -24,7 +25,7 @@ import pytest
 from scipy import stats
 
 import dpledger as dpl
-from dpledger.algorithms import kng
+from dpledger.algorithms import _quantile_mcmc, kng
 from dpledger.algorithms.kng import (
     ExponentialLinearRegression,
     ExponentialQuantileRegression,
@@ -33,6 +34,7 @@ from dpledger.algorithms.kng import (
     SamplingError,
 )
 from dpledger.audit import estimate_epsilon
+from dpledger.mechanisms.regression import _LinearRelease
 
 mp.mp.dps = 40
 EPS, R = 2.0, 0.01
@@ -126,7 +128,7 @@ def _mechanism(kind, adjacency="add_remove", max_proposals=1000):
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return kng._LinearRelease(
+        return _LinearRelease(
             kind, EPS, sensitivity, theta_bound=R, ridge=ridge, dimension=1,
             max_proposals=max_proposals, row_bound=b, adjacency=adjacency,
         )  # fmt: skip
@@ -270,7 +272,7 @@ def test_the_mcmc_work_cap_never_reads_n_under_add_remove(cls, monkeypatch):
         calls.append(dimension)
         return np.zeros(dimension), None, None
 
-    monkeypatch.setattr(kng, "metropolis", stub)
+    monkeypatch.setattr(_quantile_mcmc, "metropolis", stub)
     outcomes = []
     for n in (250_000, 250_001):
         X, y = np.full((n, 1), 0.5), np.zeros(n)

@@ -652,7 +652,7 @@ def test_shrink_in_place_touches_only_the_rows_that_are_over():
 
 def test_rejection_batches_stay_bounded_in_memory():
     """Batches grew to 65,536 proposals whatever d (2.8 GB at d = 1000); now ≤ 2²² floats."""
-    from dpledger.algorithms.kng import SamplingError, _first_inside
+    from dpledger.mechanisms.regression import SamplingError, _first_inside
 
     sizes = []
 

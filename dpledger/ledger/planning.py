@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpledger._public import namespace
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_choice, check_positive, check_probability
 from dpledger.accountant import METHODS
@@ -593,3 +594,6 @@ def _share_of_remaining(
         return p
     filt, total = ledger._handler(state, _composed(_first_event(events_of, initial)))
     return _solve_share(filt, total, share, events_of, initial)
+
+
+__dir__ = namespace(__all__)

@@ -22,6 +22,13 @@ from dpledger.mechanisms.base import FloatingPointWarning, Mechanism
 from dpledger.mechanisms.exact_value import ExactValue
 from dpledger.mechanisms.knorm import KNorm
 from dpledger.mechanisms.matrix import SymmetricGaussian, Wishart
+from dpledger.mechanisms.regression import (
+    SamplingError,
+    auto_ridge,
+    exponential_linear_sample,
+    kng_linear_sample,
+    sampler_epsilon,
+)
 from dpledger.mechanisms.selection import (
     Exponential,
     PermuteAndFlip,
@@ -42,9 +49,16 @@ __all__ = [
     "PermuteAndFlip",
     "RandomizedResponse",
     "ReportNoisyMax",
+    "SamplingError",
     "SymmetricGaussian",
     "Wishart",
+    "auto_ridge",
     "default_granularity",
+    "exponential_linear_sample",
+    "kng_linear_sample",
+    "sampler_epsilon",
 ]
 
-__dir__ = namespace(__all__, "additive", "base", "exact_value", "knorm", "matrix", "selection")
+__dir__ = namespace(
+    __all__, "additive", "base", "exact_value", "knorm", "matrix", "regression", "selection"
+)
