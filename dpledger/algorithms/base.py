@@ -17,7 +17,7 @@
   shared ledger accepts what was calibrated. Either way the whole schedule is checked
   against the ledger before the first release (a fit never stops half-way for lack of
   budget, and a refused fit records nothing and draws nothing); then each release is
-  charged before its noise is drawn (:meth:`Ledger.release <dpledger.Ledger.release>`).
+  charged before its noise is drawn (:class:`~dpledger.ledger.Reservation`).
 * **A budget is never duplicated**: ``copy``/``deepcopy`` of a :class:`~dpledger.Ledger`
   return the same ledger (so ``sklearn.clone`` shares it: every fold of a
   cross-validation draws on one budget), and pickling an in-memory ledger is refused.
@@ -59,7 +59,6 @@ __all__ = [
     "ADJACENCIES",
     "VARIANTS",
     "PrivateEstimator",
-    "Release",
     "RepeatedNoiseWarning",
     "Reservation",
     "noise_generator",
@@ -83,20 +82,6 @@ def store_parameters(estimator: Any, parameters: dict[str, Any]) -> None:
     for name, value in parameters.items():
         if name not in ("self", "__class__"):
             setattr(estimator, name, value)
-
-
-@dataclass(frozen=True)
-class Release:
-    """One planned release of a fit: its name, the mechanism, and the statistic.
-
-    ``value`` may be a callable of the noisy outputs released before it (a statistic
-    computed from earlier releases, e.g. a minimiser of a perturbed objective): the
-    mechanism is still planned and charged with the whole schedule before the first draw.
-    """
-
-    name: str
-    mechanism: Any
-    value: Any
 
 
 class _Lineage:
@@ -207,8 +192,9 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
     """Base class: budget, ledger, variant and adjacency handling shared by estimators.
 
     Subclasses define their parameters in ``__init__`` (keyword-only, stored as given by
-    :func:`store_parameters`) and call :meth:`_release_all` from ``fit`` with the schedule
-    of releases.
+    :func:`store_parameters`); ``fit`` plans its schedule with :meth:`_reserve` (the one
+    planning path, :meth:`Ledger.reserve <dpledger.Ledger.reserve>`) and releases it with
+    :meth:`_release` (or the reservation's ``release``, step by step).
     """
 
     epsilon: Any
@@ -359,31 +345,6 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         self.ledger_ = reservation.ledger
         self._own_ledger = reservation.planned
         self.releases_ = list(reservation.events)
-
-    # -- (former names, while the estimators move to _reserve/_release) ----------------
-
-    def _calibrate(
-        self, make: Callable[[float], Sequence[Any]], ledger: Ledger | None, initial: float
-    ) -> float:
-        noise = self._reserve(make, ledger, initial=initial).noise
-        assert noise is not None
-        return noise
-
-    def _open_ledger(
-        self, mechanisms: Sequence[Any], ledger: Ledger | None
-    ) -> tuple[Ledger, np.random.Generator]:
-        reservation = self._reserve(mechanisms, ledger).open()
-        assert reservation.generator is not None
-        return reservation.ledger, reservation.generator
-
-    def _keep_ledger(self, ledger: Ledger, own: bool, mechanisms: Sequence[Any]) -> None:
-        self.ledger_ = ledger
-        self._own_ledger = own
-        self.releases_ = [m.event for m in mechanisms]
-
-    def _release_all(self, schedule: Sequence[Release], ledger: Ledger | None) -> list[Any]:
-        reservation = self._reserve([r.mechanism for r in schedule], ledger)
-        return self._release(reservation, [(r.name, r.value) for r in schedule])
 
     # -- a budget is never duplicated --------------------------------------------------
 

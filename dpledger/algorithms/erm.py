@@ -66,7 +66,7 @@ from dpledger.algorithms._erm_privacy import (
     _logistic_joint as _logistic_joint,  # re-exported: tests check the joint bound here
 )
 from dpledger.algorithms._erm_solver import ConvergenceError, _Loss, _minimise
-from dpledger.algorithms.base import PrivateEstimator, Release, store_parameters
+from dpledger.algorithms.base import PrivateEstimator, store_parameters
 from dpledger.algorithms.linear import BinaryClassifierOutputs, _scale_rows, _shrink_rows
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, KNorm
@@ -422,12 +422,9 @@ class _Objective(_ERM):
                 ) from None
             return theta
 
-        _, released = self._release_all(
-            [
-                Release("perturbation b", perturbation, np.zeros(d)),
-                Release("approximate minimiser", approximation, minimiser),
-            ],
-            ledger,
+        _, released = self._release(
+            self._reserve([perturbation, approximation], ledger),
+            [("perturbation b", np.zeros(d)), ("approximate minimiser", minimiser)],
         )
         self.plan_ = plan
         self.solver_tol_ = solver_tol
@@ -467,20 +464,23 @@ class _Output(_ERM):
             Xs, ys, loss, lam, np.zeros(d), solver_tol, max_iter, weighted, fallback
         )
         if noise == "laplace":
-            mechanism: Any = KNorm(epsilon, sensitivity, norm="l2", dimension=d)
+            knorm = KNorm(epsilon, sensitivity, norm="l2", dimension=d)
+            reservation = self._reserve([knorm], ledger)
         else:
             safe = bool(getattr(self, "safe_noise", False))
             if variant == "published":  # the classical σ = Δ√(2 log(1.25/δ))/ε
                 sigma = sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
-                mechanism = Gaussian(sigma, sensitivity, dimension=d, safe=safe)
+                reservation = self._reserve(
+                    [Gaussian(sigma, sensitivity, dimension=d, safe=safe)], ledger
+                )
             else:
 
                 def make(p: float) -> list[Any]:
                     return [Gaussian(p * sensitivity, sensitivity, dimension=d, safe=safe)]
 
                 guess = math.sqrt(2 * math.log(1.25 / delta)) / epsilon
-                mechanism = make(self._calibrate(make, ledger, initial=guess))[0]
-        (noisy,) = self._release_all([Release("minimiser", mechanism, theta)], ledger)
+                reservation = self._reserve(make, ledger, initial=guess)
+        (noisy,) = self._release(reservation, [("minimiser", theta)])
         self.sensitivity_ = sensitivity
         self.solver_tol_ = solver_tol
         self._finish(np.asarray(noisy, dtype=float))

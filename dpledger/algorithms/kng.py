@@ -51,7 +51,7 @@ from dpledger.algorithms._mcmc import (
     warn_if_unconverged,
 )
 from dpledger.algorithms._quantile_mcmc import _QuantileRelease
-from dpledger.algorithms.base import PrivateEstimator, Release, store_parameters
+from dpledger.algorithms.base import PrivateEstimator, store_parameters
 from dpledger.algorithms.linear import _clip_rows
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms.knorm import NORMS
@@ -311,7 +311,7 @@ class _LinearRegression(_BoundedThetaRegression):
             f"theta ({'KNG' if self._kind == 'kng' else 'exponential mechanism'}, exact "
             f"sampler, Δ={sensitivity:.6g}, ‖θ‖₂≤{theta_bound:g})"
         )
-        (theta,) = self._release_all([Release(label, mechanism, (gram, moment))], ledger)
+        (theta,) = self._release(self._reserve([mechanism], ledger), [(label, (gram, moment))])
         self.sensitivity_ = sensitivity
         self.ridge_ = ridge
         self.sampler_epsilon_ = mechanism.sampler_epsilon
@@ -498,7 +498,7 @@ class _QuantileRegression(_BoundedThetaRegression):
         )
         name = "KNG" if self._kind == "kng" else "exponential mechanism"
         label = f"theta ({name}, τ={tau:g}, Δ={sensitivity:.6g}; {MCMC_LABEL})"
-        (draw,) = self._release_all([Release(label, mechanism, (Z, yc))], ledger)
+        (draw,) = self._release(self._reserve([mechanism], ledger), [(label, (Z, yc))])
         self.sensitivity_ = sensitivity
         if self.diagnostics:
             self.mcmc_diagnostics_ = draw.diagnostics
