@@ -18,8 +18,10 @@ __all__ = [
     "LedgerIntegrityError",
     "LegacyFormulaWarning",
     "NotApplicableError",
+    "PipelineError",
     "RepeatedNoiseWarning",
     "UnboundedLossError",
+    "UnsupportedReleaseError",
 ]
 
 
@@ -82,6 +84,33 @@ class BudgetExceededError(DPLedgerError, ValueError):
 class LedgerIntegrityError(DPLedgerError, ValueError):
     """A stored ledger fails verification (edited, truncated or for another budget)."""
 
+
+class PipelineError(DPLedgerError, ValueError):
+    """A declaration failed validation; ``problems`` lists (line or None, message).
+
+    Raised by :func:`dpledger.audit.parse_pipeline` and :func:`dpledger.audit.load_pipeline`
+    with every problem of the declaration at once, each with its line where known.
+    """
+
+    def __init__(self, problems: list[tuple[int | None, str]], source: str = "pipeline") -> None:
+        # in the order of the declaration (problems without a line first)
+        problems = sorted(problems, key=lambda item: item[0] or 0)
+        self.problems = problems
+        self.source = source
+        lines = [
+            f"{source}:{line}: {msg}" if line else f"{source}: {msg}" for line, msg in problems
+        ]
+        super().__init__(f"{len(problems)} problem(s) in the declaration:\n  " + "\n  ".join(lines))
+
+
+class UnsupportedReleaseError(DPLedgerError, ValueError):
+    """No valid accounting exists for a declared release (the audit verdict ``unsupported``).
+
+    Raised while a declaration is turned into events — e.g. Poisson sampling under
+    replace-one adjacency, or an add/remove sensitivity asked of a release that declares
+    only a replace-one one. :func:`dpledger.audit.check_claim` reports it in its findings;
+    it does not propagate.
+    """
 
 
 # -- warnings ------------------------------------------------------------------------------

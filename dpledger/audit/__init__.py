@@ -6,6 +6,10 @@
 * Black-box: :func:`estimate_epsilon` runs a mechanism on two neighbouring inputs and
   returns a lower bound on its ε that holds with a stated confidence.
 
+The white-box audit's certified lower bounds are privacy mathematics and live in
+:mod:`dpledger.accountant.lower_bounds`; every exception it raises is in
+:mod:`dpledger.errors` (:class:`~dpledger.errors.PipelineError` for a bad declaration).
+
 Example:
     >>> from dpledger.audit import check_claim
     >>> report = check_claim({
@@ -19,14 +23,8 @@ Example:
 from dpledger._public import namespace
 from dpledger.audit.blackbox import EpsilonEstimate, estimate_epsilon
 from dpledger.audit.check import VERDICTS, AuditReport, check_claim
-from dpledger.audit.pipeline import (
-    Claim,
-    Pipeline,
-    PipelineError,
-    Release,
-    load_pipeline,
-    parse_pipeline,
-)
+from dpledger.audit.pipeline import Claim, Pipeline, Release, load_pipeline, parse_pipeline
+from dpledger.errors import PipelineError
 
 __all__ = [
     "VERDICTS",

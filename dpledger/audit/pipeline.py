@@ -25,8 +25,6 @@ are all reported at once, each with its line in the file (:class:`PipelineError`
 
 from __future__ import annotations
 
-import difflib
-import math
 import re
 import sys
 from collections.abc import Mapping
@@ -35,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from dpledger._public import namespace
-from dpledger.errors import DPLedgerError
+from dpledger.audit._problems import MAX_COUNT, KeyLines, is_number, kind, suggest
+from dpledger.errors import PipelineError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -97,20 +96,6 @@ _CLAIM_KEYS: tuple[str, ...] = (
     *("epsilon", "delta", "adjacency", "notion", "rho", "mu", "tau", "alpha"),
     *("name", "source", "note"),
 )
-
-
-class PipelineError(DPLedgerError, ValueError):
-    """A declaration failed validation; ``problems`` lists (line or None, message)."""
-
-    def __init__(self, problems: list[tuple[int | None, str]], source: str = "pipeline") -> None:
-        # in the order of the declaration (problems without a line first)
-        problems = sorted(problems, key=lambda item: item[0] or 0)
-        self.problems = problems
-        self.source = source
-        lines = [
-            f"{source}:{line}: {msg}" if line else f"{source}: {msg}" for line, msg in problems
-        ]
-        super().__init__(f"{len(problems)} problem(s) in the declaration:\n  " + "\n  ".join(lines))
 
 
 @dataclass(frozen=True)
@@ -237,87 +222,10 @@ def parse_pipeline(declaration: str | Mapping[str, Any], *, source: str = "pipel
     return _Validator(data, text, source).run()
 
 
-class _Lines:
-    """Line numbers of keys in TOML text: [claim] keys and the n-th [[release]]'s keys."""
-
-    def __init__(self, text: str | None) -> None:
-        self.claim: dict[str, int] = {}
-        self.releases: list[dict[str, int]] = []
-        self.tables: dict[str, int] = {}
-        if text is None:
-            return
-        current: dict[str, int] | None = None
-        for number, raw in enumerate(text.splitlines(), start=1):
-            line = raw.strip()
-            if line.startswith("[["):
-                name = line.strip("[] \t")
-                if name == "release":
-                    current = {"": number}
-                    self.releases.append(current)
-                else:
-                    current = None
-                    self.tables.setdefault(name, number)
-            elif line.startswith("["):
-                name = line.split("]")[0].strip("[ \t")
-                self.tables.setdefault(name, number)
-                current = self.claim if name == "claim" else None
-                if name == "claim":
-                    self.claim[""] = number
-            elif current is not None and "=" in line and not line.startswith("#"):
-                key = line.split("=", 1)[0].strip().strip('"').split(".")[0]
-                current.setdefault(key, number)
-
-    def of_claim(self, key: str = "") -> int | None:
-        return self.claim.get(key, self.claim.get(""))
-
-    def of_release(self, index: int, key: str = "") -> int | None:
-        if index < len(self.releases):
-            table = self.releases[index]
-            return table.get(key, table.get(""))
-        return None
-
-
-def _is_number(value: Any) -> bool:
-    """A real number (bool is not) that converts to a finite float (no 400-digit ints)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:
-        return False
-
-
-def _suggest(word: Any, choices: Any) -> str:
-    """' (did you mean 'x'?)' for a close match, else ''."""
-    if not isinstance(word, str):
-        return ""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.7)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _kind(value: Any) -> str:
-    """How a mistyped value reads: 'a string', 'a list', 'a table', ..."""
-    if isinstance(value, str):
-        return f"a string ({value!r}): write it without quotes"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a table"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int) and abs(value) > MAX_COUNT:
-        return f"an integer too large ({len(str(abs(value)))} digits)"
-    return repr(value)
-
-
-MAX_COUNT = 2**63 - 1
-"""The largest ``count`` a declaration may give (larger counts are refused, not wrapped)."""
-
-
 class _Validator:
     def __init__(self, data: dict[str, Any], text: str | None, source: str) -> None:
         self.data, self.text, self.source = data, text, source
-        self.lines = _Lines(text)
+        self.lines = KeyLines(text)
         self.problems: list[tuple[int | None, str]] = []
 
     def problem(self, line: int | None, message: str) -> None:
@@ -329,7 +237,7 @@ class _Validator:
                 self.problem(
                     self.lines.tables.get(key),
                     f"unknown table [{key}] (expected [claim] and [[release]])"
-                    + _suggest(key, ("claim", "release")),
+                    + suggest(key, ("claim", "release")),
                 )
         claim = self._claim()
         releases = self._releases(claim.adjacency if claim else None)
@@ -352,7 +260,7 @@ class _Validator:
             if key not in _CLAIM_KEYS:
                 self.problem(
                     line(key),
-                    f"[claim]: unknown key {key!r}{_suggest(key, _CLAIM_KEYS)} (allowed: "
+                    f"[claim]: unknown key {key!r}{suggest(key, _CLAIM_KEYS)} (allowed: "
                     f"{', '.join(_CLAIM_KEYS)})",
                 )
         adjacency = raw.get("adjacency")
@@ -387,9 +295,10 @@ class _Validator:
             if key not in raw:
                 continue
             value = raw[key]
-            if not _is_number(value) or value < 0:
+            if not is_number(value) or value < 0:
                 self.problem(
-                    line(key), f"[claim]: {key} must be a finite number ≥ 0; found {_kind(value)}"
+                    line(key),
+                    f"[claim]: {key} must be a finite number ≥ 0; found {kind(value)}",
                 )
                 continue
             if key == "delta" and value >= 1:
@@ -447,17 +356,17 @@ class _Validator:
             )
             return None
         if not isinstance(mechanism, str) or mechanism not in MECHANISMS:
-            found = repr(mechanism) if isinstance(mechanism, str) else _kind(mechanism)
+            found = repr(mechanism) if isinstance(mechanism, str) else kind(mechanism)
             self.problem(
                 line("mechanism"),
-                f"{where}: unknown mechanism {found}{_suggest(mechanism, MECHANISMS)} (one of "
+                f"{where}: unknown mechanism {found}{suggest(mechanism, MECHANISMS)} (one of "
                 f"{', '.join(MECHANISMS)})",
             )
             # still check the keys every mechanism shares, so all problems come at once
             every = set(_RELEASE_COMMON) | {k for r, o in MECHANISMS.values() for k in (*r, *o)}
             for key in table:
                 if key not in every | {"noise_sensitivity", "epsilon", "delta"}:
-                    self.problem(line(key), f"{where}: unknown key {key!r}{_suggest(key, every)}")
+                    self.problem(line(key), f"{where}: unknown key {key!r}{suggest(key, every)}")
             self._count(table, where, line)
             return None
         required, optional = MECHANISMS[mechanism]
@@ -493,7 +402,7 @@ class _Validator:
             if key not in known:
                 self.problem(
                     line(key),
-                    f"{where}: unknown key {key!r}{_suggest(key, known)} for mechanism "
+                    f"{where}: unknown key {key!r}{suggest(key, known)} for mechanism "
                     f"{mechanism!r} (allowed: {', '.join(sorted(known))})",
                 )
         params: dict[str, Any] = {}
@@ -517,14 +426,14 @@ class _Validator:
                     self.problem(
                         line(key),
                         f"{where}: {key} must be an integer from {least} to 2**63 − 1; found "
-                        f"{_kind(value)}",
+                        f"{kind(value)}",
                     )
                 params[key] = value
             else:
-                if not _is_number(value) or value < 0:
+                if not is_number(value) or value < 0:
                     self.problem(
                         line(key),
-                        f"{where}: {key} must be a finite number ≥ 0; found {_kind(value)}",
+                        f"{where}: {key} must be a finite number ≥ 0; found {kind(value)}",
                     )
                 elif (
                     key in ("sigma", "scale", "mu", "tau", "noise_sensitivity", "rho")
@@ -534,7 +443,7 @@ class _Validator:
                     self.problem(line(key), f"{where}: {key} must be positive ({key} = 0 {what})")
                 elif key == "delta" and value >= 1:
                     self.problem(line(key), f"{where}: delta must be < 1; found {value!r}")
-                params[key] = float(value) if _is_number(value) else value
+                params[key] = float(value) if is_number(value) else value
         count = self._count(table, where, line)
         sampling = table.get("sampling", "none")
         rate = table.get("sampling_rate")
@@ -544,7 +453,7 @@ class _Validator:
             self.problem(
                 line("sampling"), f"{where}: sampling must be one of {SAMPLING}; found {sampling!r}"
             )
-        if rate is not None and (not _is_number(rate) or not 0 < rate <= 1):
+        if rate is not None and (not is_number(rate) or not 0 < rate <= 1):
             self.problem(
                 line("sampling_rate"), f"{where}: sampling_rate must be in (0, 1]; found {rate!r}"
             )
@@ -554,7 +463,7 @@ class _Validator:
             ):
                 self.problem(
                     line(key),
-                    f"{where}: {key} must be an integer from 1 to 2**63 − 1; found {_kind(value)}",
+                    f"{where}: {key} must be an integer from 1 to 2**63 − 1; found {kind(value)}",
                 )
         if sampling == "poisson" and rate is None:
             self.problem(line("sampling"), f"{where}: Poisson sampling needs 'sampling_rate'")
@@ -621,7 +530,7 @@ class _Validator:
                 self.problem(
                     line("epochs"),
                     f"{where}: 'epochs' needs integer epochs, batch_size and population ≥ 1; "
-                    f"found epochs = {_kind(epochs)}",
+                    f"found epochs = {kind(epochs)}",
                 )
             else:
                 assert isinstance(population, int) and isinstance(batch, int)
@@ -629,12 +538,12 @@ class _Validator:
         if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_COUNT:
             self.problem(
                 line("count"),
-                f"{where}: count must be an integer from 1 to 2**63 − 1; found {_kind(count)}",
+                f"{where}: count must be an integer from 1 to 2**63 − 1; found {kind(count)}",
             )
         return count
 
     def _sensitivity(self, value: Any, where: str, line: int | None) -> Any:
-        if _is_number(value):
+        if is_number(value):
             if value <= 0:
                 self.problem(
                     line, f"{where}: sensitivity must be a positive finite number; found {value!r}"
@@ -647,9 +556,9 @@ class _Validator:
                     self.problem(
                         line,
                         f"{where}: sensitivity table keys are {ADJACENCIES}; found "
-                        f"{key!r}{_suggest(key, ADJACENCIES)}",
+                        f"{key!r}{suggest(key, ADJACENCIES)}",
                     )
-                elif not _is_number(item) or item <= 0:
+                elif not is_number(item) or item <= 0:
                     self.problem(
                         line,
                         f"{where}: sensitivity.{key} must be a positive number; found {item!r}",
@@ -662,7 +571,7 @@ class _Validator:
         self.problem(
             line,
             f"{where}: sensitivity must be a positive finite number or a table by adjacency; "
-            f"found {_kind(value)}",
+            f"found {kind(value)}",
         )
         return value
 

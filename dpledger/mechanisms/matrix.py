@@ -25,15 +25,14 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
+from dpledger.accountant.lower_bounds import wishart_delta
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms._rng import resolve_rng
 from dpledger.mechanisms.additive import _MAX_NOISE, Gaussian
@@ -96,11 +95,6 @@ class SymmetricGaussian(Mechanism):
         return out
 
 
-def _wishart_delta(epsilon: float) -> float:
-    """1 − e^{−ε}, rounded up: the δ of the Wishart mechanism at its ε (module docstring)."""
-    return min(1.0, math.nextafter(-math.expm1(-epsilon), math.inf))
-
-
 class Wishart(Mechanism):
     """The Wishart mechanism B + W, W ~ Wishart(scale·I, d + 1); (0, 1 − e^{−ε})-DP.
 
@@ -139,9 +133,10 @@ class Wishart(Mechanism):
     def event(self) -> ev.ApproxDP:
         """(0, 1 − e^{−ε})-DP: the support mismatch costs δ = 1 − e^{−ε}, nothing else does.
 
-        The loss on the common support is a constant (module docstring).
+        The loss on the common support is a constant (module docstring); δ is
+        :func:`~dpledger.accountant.lower_bounds.wishart_delta`, rounded up.
         """
-        return ev.ApproxDP(0.0, _wishart_delta(self.epsilon))
+        return ev.ApproxDP(0.0, wishart_delta(self.epsilon))
 
     def validate(self, value: Any) -> None:
         """``value`` must be a finite symmetric d×d matrix."""
@@ -149,6 +144,8 @@ class Wishart(Mechanism):
 
     def release(self, value: Any, rng: np.random.Generator | None = None) -> np.ndarray:
         """``value`` plus Wishart noise."""
+        from scipy import stats  # imported on first use, not with dpledger (issue #32)
+
         matrix = _square(value, self.dimension)
         generator = resolve_rng(rng)
         noise = stats.wishart(df=self.dimension + 1, scale=self.scale * np.eye(self.dimension)).rvs(
