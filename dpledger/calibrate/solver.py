@@ -10,7 +10,7 @@ from typing import Any, TypeVar, cast
 from dpledger import accountant
 from dpledger._numerics import round_up
 from dpledger._public import namespace
-from dpledger._solve import NoSafeValueError, smallest_satisfying
+from dpledger._solve import NoSafeValueError, smallest_satisfying, step_up
 from dpledger._validation import (
     check_callable,
     check_choice,
@@ -260,20 +260,21 @@ def _meets_both_ways(
     """
     if delta == 0:
         return p  # solved on ε itself
-    found, step = p, 2.0**-48
-    for _ in range(40):
-        event = make_event(p)
-        try:
-            # δ(ε) is re-checked too: at the ulp level it need not be monotone in p
-            if accountant.epsilon(event, delta, method=method) <= epsilon and (
-                p == found or accountant.delta(event, epsilon, method=method) <= delta
-            ):
-                return p
-        except NotApplicableError:
-            return found  # no ε(δ) query here: δ(ε) ≤ δ is what this method certifies
-        p *= 1.0 + step
-        step *= 2.0
-    return found  # δ(ε) ≤ δ, the calibrated condition, holds at the solver's answer
+    found = p
+
+    def both(q: float) -> bool:
+        event = make_event(q)
+        # δ(ε) is re-checked too: at the ulp level it need not be monotone in p
+        return accountant.epsilon(event, delta, method=method) <= epsilon and (
+            q == found or accountant.delta(event, epsilon, method=method) <= delta
+        )
+
+    try:
+        return step_up(both, p, relative=2.0**-48, tries=40, what="noise parameter")
+    except NotApplicableError:
+        return found  # no ε(δ) query here: δ(ε) ≤ δ is what this method certifies
+    except NoSafeValueError:
+        return found  # δ(ε) ≤ δ, the calibrated condition, holds at the solver's answer
 
 
 def gaussian_sigma(
@@ -657,21 +658,24 @@ def gaussian_sigmas(
     sigma_one = gaussian_sigma(epsilon, delta, method="gdp")
     mus = split_budget(1.0 / sigma_one, shares, currency="gdp")
     sigmas = [d / m for d, m in zip(deltas, mus, strict=True)]
+
     # scaled up until the re-accounted joint release meets the target; the step doubles,
     # so that σᵢ = Δᵢ/μᵢ that lost its precision (a subnormal Δᵢ, where a step of 2⁻⁴⁰
     # changed nothing and the loop never ended) still gets there in a few dozen steps
-    factor, step = 1.0, 2.0**-40
-    for _ in range(200):
-        scaled = [s * factor for s in sigmas]
-        joint = ev.Composed(tuple(ev.Gaussian(s, d) for s, d in zip(scaled, deltas, strict=True)))
-        if accountant.delta(joint, epsilon, method="gdp") <= delta:
-            return scaled
-        factor *= 1 + step
-        step = min(2 * step, 1.0)
-    raise CalibrationError(  # pragma: no cover - the factor doubles 160 times
-        f"no scaling of the noise meets (ε, δ) = ({epsilon!r}, {delta!r}) for sensitivities "
-        f"{deltas!r}."
-    )
+    def meets(factor: float) -> bool:
+        joint = ev.Composed(
+            tuple(ev.Gaussian(s * factor, d) for s, d in zip(sigmas, deltas, strict=True))
+        )
+        return accountant.delta(joint, epsilon, method="gdp") <= delta
+
+    try:
+        factor = step_up(meets, 1.0, first_step=2.0**-40, what="noise scale")
+    except NoSafeValueError:  # pragma: no cover - the step doubles 200 times
+        raise CalibrationError(
+            f"no scaling of the noise meets (ε, δ) = ({epsilon!r}, {delta!r}) for "
+            f"sensitivities {deltas!r}."
+        ) from None
+    return [s * factor for s in sigmas]
 
 
 __dir__ = namespace(__all__)
