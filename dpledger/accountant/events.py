@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -60,6 +61,7 @@ __all__ = [
     "flatten",
     "from_dict",
     "to_dict",
+    "walk",
 ]
 
 ADD_REMOVE = "add_remove"
@@ -107,6 +109,10 @@ class Event:
 
     def __mul__(self, count: int) -> Repeated:
         return Repeated(self, count)
+
+    def children(self) -> tuple[Event, ...]:
+        """The events this one is made of (none for a release; see :func:`walk`)."""
+        return ()
 
     __rmul__ = __mul__
 
@@ -369,6 +375,10 @@ class Repeated(Event):
         _check_event("event", self.event)
         _set(self, "count", check_int_at_least("count", self.count, 1))
 
+    def children(self) -> tuple[Event, ...]:
+        """The repeated release."""
+        return (self.event,)
+
 
 @dataclass(frozen=True, repr=False)
 class Composed(Event):
@@ -389,6 +399,10 @@ class Composed(Event):
             _check_event(f"events[{i}]", item)
         _set(self, "events", items)
 
+    def children(self) -> tuple[Event, ...]:
+        """The composed releases."""
+        return self.events
+
 
 def _refuse_nested(inner: Event, other: type, outer: str) -> None:
     """Refuse sampling nested in sampling of the other kind (mismatched adjacency).
@@ -398,11 +412,7 @@ def _refuse_nested(inner: Event, other: type, outer: str) -> None:
     rather than accounted with a bound that does not exist. (Sampling of the same kind
     nested in itself is one sampling of the product rate, and is accepted.)
     """
-    stack = [inner]
-    for _ in range(100_000):
-        if not stack:
-            return
-        current = stack.pop()
+    for current, _ in walk(inner):
         if isinstance(current, other):
             raise InvalidArgumentError(
                 f"{outer} of an event that contains {type(current).__name__}: the two "
@@ -410,10 +420,6 @@ def _refuse_nested(inner: Event, other: type, outer: str) -> None:
                 "replace-one) and no theorem bounds one nested in the other. Found "
                 f"{current!r} inside."
             )
-        if isinstance(current, (Repeated, PoissonSampled, SampledWithoutReplacement)):
-            stack.append(current.event)
-        elif isinstance(current, Composed):
-            stack.extend(current.events)
 
 
 @dataclass(frozen=True, repr=False)
@@ -439,6 +445,10 @@ class PoissonSampled(Event):
                 "theorems used here (Mironov-Talwar-Zhang 2019, Balle-Barthe-Gaboardi 2018) are "
                 f"proved for add/remove neighbours. Found {self.adjacency!r}."
             )
+
+    def children(self) -> tuple[Event, ...]:
+        """The sampled release."""
+        return (self.event,)
 
 
 @dataclass(frozen=True, repr=False)
@@ -477,6 +487,23 @@ class SampledWithoutReplacement(Event):
     def rate(self) -> float:
         """The sampling ratio m / n."""
         return self.sample_size / self.population
+
+    def children(self) -> tuple[Event, ...]:
+        """The sampled release."""
+        return (self.event,)
+
+
+def walk(event: Event) -> Iterator[tuple[Event, int]]:
+    """Every node of ``event``'s tree with its depth (1 at the root), without recursion.
+
+    Repetitions, compositions and sampling wrappers included (:meth:`Event.children`):
+    the one walk over an event's structure (a 3,000-deep tree needs no recursion).
+    """
+    stack = [(event, 1)]
+    while stack:
+        current, depth = stack.pop()
+        yield current, depth
+        stack.extend((child, depth + 1) for child in current.children())
 
 
 def flatten(event: Event) -> Counter[Event]:

@@ -107,39 +107,26 @@ MAX_RECORDED_DEPTH = 100
 
 def recordable(event: ev.Event) -> ev.Event:
     """``event`` if its tree is at most :data:`MAX_RECORDED_DEPTH` deep (checked iteratively)."""
-    stack = [(event, 1)]
-    while stack:
-        current, depth = stack.pop()
+    for _, depth in ev.walk(event):
         if depth > MAX_RECORDED_DEPTH:
             raise InvalidArgumentError(
                 f"the event is nested more than {MAX_RECORDED_DEPTH} levels deep; a ledger "
                 "records events as receipts and cannot store it. Compose it flat: "
                 "event * count, or Composed((...))."
             )
-        if isinstance(current, (ev.Repeated, ev.PoissonSampled, ev.SampledWithoutReplacement)):
-            stack.append((current.event, depth + 1))
-        elif isinstance(current, ev.Composed):
-            stack.extend((child, depth + 1) for child in current.events)
     return event
 
 
 def check_adjacency(event: ev.Event, adjacency: str) -> None:
     """Refuse a sampled release analysed under another adjacency than the ledger's."""
-    stack = [event]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, (ev.PoissonSampled, ev.SampledWithoutReplacement)):
-            if current.adjacency != adjacency:
-                raise InvalidArgumentError(
-                    f"{type(current).__name__} is analysed under {current.adjacency!r} "
-                    f"adjacency but this ledger uses {adjacency!r}; the guarantees would not "
-                    "compose. Open the ledger with the matching `adjacency`."
-                )
-            stack.append(current.event)
-        elif isinstance(current, ev.Repeated):
-            stack.append(current.event)
-        elif isinstance(current, ev.Composed):
-            stack.extend(current.events)
+    for current, _ in ev.walk(event):
+        stated = getattr(current, "adjacency", adjacency)  # the sampling wrappers state one
+        if stated != adjacency:
+            raise InvalidArgumentError(
+                f"{type(current).__name__} is analysed under {stated!r} "
+                f"adjacency but this ledger uses {adjacency!r}; the guarantees would not "
+                "compose. Open the ledger with the matching `adjacency`."
+            )
 
 
 def shown_down(budget: Budget) -> Budget:
