@@ -20,6 +20,7 @@ __all__ = [
     "NotApplicableError",
     "PipelineError",
     "RepeatedNoiseWarning",
+    "SamplingError",
     "UnboundedLossError",
     "UnsupportedReleaseError",
 ]
@@ -111,6 +112,10 @@ class UnsupportedReleaseError(DPLedgerError, ValueError):
     only a replace-one one. :func:`dpledger.audit.check_claim` reports it in its findings;
     it does not propagate.
     """
+
+
+class SamplingError(DPLedgerError, RuntimeError):
+    """A capped sampler found no draw: the budget was charged and nothing was released."""
 
 
 # -- warnings ------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ __all__ = [
     "ADJACENCIES",
     "MCDP",
     "REPLACE_ONE",
+    "SAMPLINGS",
     "ZCDP",
     "ApproxDP",
     "BoundedRange",
@@ -491,6 +492,10 @@ class SampledWithoutReplacement(Event):
     def children(self) -> tuple[Event, ...]:
         """The sampled release."""
         return (self.event,)
+
+
+SAMPLINGS = (PoissonSampled, SampledWithoutReplacement)
+"""The subsampled releases (each has a ``rate``): the one test for "is it sampled?"."""
 
 
 def walk(event: Event) -> Iterator[tuple[Event, int]]:

@@ -86,7 +86,7 @@ def _use_probability(event: ev.Event) -> float | None:
     """
     log_unused = 0.0
     for leaf, count in ev.flatten(event).items():
-        if not isinstance(leaf, (ev.PoissonSampled, ev.SampledWithoutReplacement)):
+        if not isinstance(leaf, ev.SAMPLINGS):
             return None
         log_unused += count * math.log1p(-leaf.rate)
     return min(1.0, round_up(-math.expm1(log_unused) * (1 + 1e-12)))

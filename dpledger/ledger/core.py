@@ -26,7 +26,6 @@ from typing import Any, NoReturn
 from dpledger._format import up as fmt_up
 from dpledger._public import namespace
 from dpledger._validation import check_choice, check_positive, check_probability
-from dpledger.accountant import METHODS
 from dpledger.accountant import events as ev
 from dpledger.calibrate.solver import check_count
 from dpledger.errors import (
@@ -48,7 +47,7 @@ from dpledger.ledger.filters import (
     make_filter,
 )
 from dpledger.ledger.hints import alternatives
-from dpledger.ledger.planned import PlannedFilter, planned_filter, schedule_runs
+from dpledger.ledger.planned import PlannedFilter, planned_filter
 from dpledger.ledger.planning import Reservation
 from dpledger.ledger.receipts import (
     Receipt,
@@ -615,27 +614,12 @@ class Ledger:
             BudgetExceededError: The schedule does not fit the budget; nothing is recorded.
             InvalidArgumentError: The ledger already has receipts.
         """
-        if isinstance(events, (ev.Event, str, bytes)) or not hasattr(events, "__iter__"):
-            raise InvalidArgumentTypeError(
-                f"`events` must be a sequence of releases (events or mechanisms). Found {events!r}."
-            )
-        schedule = [as_event(e, None, None) for e in events]
-        if not schedule:
-            raise InvalidArgumentError("`events` must contain at least one release. Found none.")
-        method = check_choice("method", method, METHODS)
-        label = check_label(label)
-        for e in schedule:
-            check_adjacency(e, self.adjacency)
-        runs = schedule_runs(schedule)
-        extra = {
-            "method": method,
-            "schedule": [[ev.to_dict(e), c] for e, c in runs],
-        }
-        with self._lock:
-            # certify once before the transaction (it may take a while), and fail fast
-            self._planned(extra)
-            first = PlannedFilter(self.epsilon, self.delta, runs, method).composed
-            return self._commit("plan", first, label, extra)
+        return planning.plan_schedule(self, events, method, label)
+
+    @property
+    def path(self) -> Path | None:
+        """The file the ledger is kept in (None in memory)."""
+        return None if self._store is None else self._store.path
 
     @property
     def planned_remaining(self) -> list[ev.Event] | None:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpledger._public import namespace
+from dpledger._rng import resolve_rng
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_choice, check_positive, check_probability
 from dpledger.accountant import METHODS
@@ -55,14 +56,13 @@ from dpledger.errors import (
     UnboundedLossError,
 )
 from dpledger.ledger.filters import INFINITE, AutoFilter, Filter, RDPFilter, Total, make_filter
-from dpledger.ledger.planned import schedule_runs
-from dpledger.ledger.receipts import as_event, check_adjacency
-from dpledger.mechanisms._rng import resolve_rng
+from dpledger.ledger.planned import PlannedFilter, schedule_runs
+from dpledger.ledger.receipts import Receipt, as_event, check_adjacency, check_label
 
 if TYPE_CHECKING:
     from dpledger.ledger.core import Ledger
 
-__all__ = ["Reservation", "check_schedule", "noise_generator", "reserve"]
+__all__ = ["Reservation", "check_schedule", "noise_generator", "plan_schedule", "reserve"]
 
 Schedule = Sequence[Any]
 Make = Callable[[float], Schedule]
@@ -500,6 +500,28 @@ def check_schedule(ledger: Ledger, items: Any, decide: bool) -> None:
                 ) from None
         if decide and chosen is not None:
             ledger._pending = chosen  # the first spend records this choice
+
+
+def plan_schedule(ledger: Ledger, events: Any, method: Any, label: Any) -> Receipt:
+    """The body of :meth:`Ledger.plan <dpledger.Ledger.plan>` (see there)."""
+    if isinstance(events, (ev.Event, str, bytes)) or not hasattr(events, "__iter__"):
+        raise InvalidArgumentTypeError(
+            f"`events` must be a sequence of releases (events or mechanisms). Found {events!r}."
+        )
+    schedule = [as_event(e, None, None) for e in events]
+    if not schedule:
+        raise InvalidArgumentError("`events` must contain at least one release. Found none.")
+    method = check_choice("method", method, METHODS)
+    label = check_label(label)
+    for e in schedule:
+        check_adjacency(e, ledger.adjacency)
+    runs = schedule_runs(schedule)
+    extra = {"method": method, "schedule": [[ev.to_dict(e), c] for e, c in runs]}
+    with ledger._lock:
+        # certify once before the transaction (it may take a while), and fail fast
+        ledger._planned(extra)
+        first = PlannedFilter(ledger.epsilon, ledger.delta, runs, method).composed
+        return ledger._commit("plan", first, label, extra)
 
 
 # -- the one entry point -----------------------------------------------------------------

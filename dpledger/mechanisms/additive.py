@@ -30,11 +30,11 @@ import numpy as np
 
 from dpledger._numerics import round_up
 from dpledger._public import namespace
+from dpledger._rng import resolve_rng
 from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.errors import InvalidArgumentError, UnboundedLossError
 from dpledger.mechanisms._exact import discrete_gaussian, discrete_laplace
-from dpledger.mechanisms._rng import resolve_rng
 from dpledger.mechanisms.base import Mechanism, as_vector, warn_floating_point
 from dpledger.mechanisms.exact_value import ExactValue
 

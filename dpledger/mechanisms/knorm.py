@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from dpledger._public import namespace
+from dpledger._rng import resolve_rng
 from dpledger._validation import check_choice, check_int_at_least, check_positive
 from dpledger.accountant import events as ev
-from dpledger.mechanisms._rng import resolve_rng
 from dpledger.mechanisms.base import Mechanism, as_vector, warn_floating_point
 
 __all__ = ["KNorm", "uniform_in_ball"]

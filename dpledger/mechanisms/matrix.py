@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 
 from dpledger._public import namespace
+from dpledger._rng import resolve_rng
 from dpledger._validation import check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.accountant.lower_bounds import wishart_delta
 from dpledger.errors import InvalidArgumentError
-from dpledger.mechanisms._rng import resolve_rng
 from dpledger.mechanisms.additive import _MAX_NOISE, Gaussian
 from dpledger.mechanisms.base import Mechanism, warn_floating_point
 

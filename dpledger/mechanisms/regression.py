@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from dpledger._public import namespace
+from dpledger._rng import resolve_rng
 from dpledger._solve import step_up
 from dpledger._validation import check_choice, check_positive
 from dpledger.accountant import events as ev
-from dpledger.errors import DPLedgerError, InvalidArgumentError
-from dpledger.mechanisms._rng import resolve_rng
+from dpledger.errors import InvalidArgumentError, SamplingError
 from dpledger.mechanisms.base import Mechanism, warn_floating_point
 
 __all__ = [
@@ -42,10 +42,6 @@ __all__ = [
 
 #: The largest rejection-sampling cap accepted (proposals per release).
 MAX_PROPOSALS = 10**8
-
-
-class SamplingError(DPLedgerError, RuntimeError):
-    """A capped sampler found no draw: the budget was charged and nothing was released."""
 
 
 # -- exact samplers with a public proposal budget -----------------------------------------

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from dpledger._public import namespace
+from dpledger._rng import resolve_rng
 from dpledger._validation import check_int_at_least, check_nonnegative, check_positive
 from dpledger.accountant import events as ev
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms._exact import _uniform_below, bernoulli_exp
-from dpledger.mechanisms._rng import resolve_rng
 from dpledger.mechanisms.base import Mechanism
 
 __all__ = ["Exponential", "PermuteAndFlip", "RandomizedResponse", "ReportNoisyMax"]
