@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from dpledger import accountant, audit, calibrate, mechanisms
+from dpledger import accountant
 from dpledger._public import namespace
 from dpledger.accountant import events
 from dpledger.errors import (
@@ -52,16 +52,20 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from dpledger import algorithms
+    from dpledger import algorithms, audit, calibrate, mechanisms
+
+# Subpackages imported on first use (PEP 562), so that ``import dpledger`` stays light
+# (issue #32): ``algorithms`` brings in scikit-learn, which the accountant, calibration,
+# ledger and audit never need; ``audit`` (its black-box estimator) and ``mechanisms``
+# (the Wishart mechanism), and so ``calibrate``, which uses the mechanisms, bring in
+# scipy.stats, which accounting never needs.
+_LAZY_SUBPACKAGES = frozenset({"algorithms", "audit", "calibrate", "mechanisms"})
 
 
 def __getattr__(name: str) -> Any:
-    """``dpledger.algorithms``, imported on first use (PEP 562).
-
-    It brings in scikit-learn, which the accountant, calibration, ledger and audit never need.
-    """
-    if name == "algorithms":
-        module = importlib.import_module("dpledger.algorithms")
+    """A subpackage of ``_LAZY_SUBPACKAGES``, imported on first use (PEP 562)."""
+    if name in _LAZY_SUBPACKAGES:
+        module = importlib.import_module(f"dpledger.{name}")
         globals()[name] = module
         return module
     raise AttributeError(f"module 'dpledger' has no attribute {name!r}")

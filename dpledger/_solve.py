@@ -19,8 +19,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from scipy import optimize
-
 __all__ = ["NoSafeValueError", "largest_holding", "smallest_satisfying", "step_up"]
 
 _BIG = 1e300
@@ -83,6 +81,10 @@ def smallest_satisfying(
             f"target is exceeded by {f_hi!r} in log space)",
             bracket=(lo, hi),
         )
+    # scipy.optimize is imported here, not at module level: it costs ~0.1 s at import
+    # and most programs that import dpledger never solve anything (issue #32)
+    from scipy import optimize
+
     try:
         root = float(
             optimize.brentq(

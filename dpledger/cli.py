@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import dpledger
-from dpledger import accountant, calibrate
+from dpledger import accountant
 from dpledger._format import down as fmt_down
 from dpledger._format import up as fmt_up
 from dpledger._table import format_table
@@ -102,6 +102,8 @@ def _account(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    from dpledger import calibrate  # imported when needed: `--help` stays light (issue #32)
+
     kind = args.mechanism
     sampling_rate = getattr(args, "sampling_rate", None)
     if sampling_rate == 1.0:
@@ -156,6 +158,8 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _calibrate_dpsgd(args: argparse.Namespace) -> int:
+    from dpledger import calibrate  # imported when needed: `--help` stays light (issue #32)
+
     run = calibrate.dpsgd_noise_multiplier(
         dataset_size=args.dataset_size,
         batch_size=args.batch_size,

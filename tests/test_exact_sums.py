@@ -119,17 +119,17 @@ def test_descriptive_values_stay_within_their_bounds_on_the_grid():
 def test_noisy_gd_steps_sum_the_clipped_gradients_exactly(monkeypatch):
     import warnings
 
-    from dpledger import Ledger
     from dpledger.algorithms import NoisyGD
+    from dpledger.ledger import Reservation
 
     released: list[np.ndarray] = []
-    original = Ledger.release
+    original = Reservation._charge_and_draw
 
-    def recording(self, mechanism, value, *args, **kwargs):
+    def recording(self, value, *args, **kwargs):
         released.append(np.array(value, dtype=float))  # the statistic, before its noise
-        return original(self, mechanism, value, *args, **kwargs)
+        return original(self, value, *args, **kwargs)
 
-    monkeypatch.setattr(Ledger, "release", recording)
+    monkeypatch.setattr(Reservation, "_charge_and_draw", recording)
     X, y = _wild_rows(20_000, 3, seed=6)
     order = np.random.default_rng(0).permutation(len(X))
     runs = []

@@ -99,15 +99,17 @@ def test_grid_mechanisms_floor_exact_values_and_accept_them_like_arrays(family, 
 
 
 def _spy(monkeypatch):
-    """Record (mechanism, value) of every ledger release."""
+    """Record (mechanism, value) of every release (all go through a reservation)."""
+    from dpledger.ledger import Reservation
+
     seen: list[tuple[object, object]] = []
-    original = dpl.Ledger.release
+    original = Reservation._charge_and_draw
 
-    def recording(self, mechanism, value, *args, **kwargs):
-        seen.append((mechanism, value))
-        return original(self, mechanism, value, *args, **kwargs)
+    def recording(self, value, *args, **kwargs):
+        seen.append((self.next_mechanism(), value))
+        return original(self, value, *args, **kwargs)
 
-    monkeypatch.setattr(dpl.Ledger, "release", recording)
+    monkeypatch.setattr(Reservation, "_charge_and_draw", recording)
     return seen
 
 

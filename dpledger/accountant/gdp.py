@@ -35,7 +35,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import mpmath
 from scipy import special
 
 from dpledger._numerics import mul_up, ratio_squared_up, round_up, sqrt_up, square_up, sum_up
@@ -64,6 +63,8 @@ _ERR_ULPS = 16.0
 
 
 def _log_delta_mpmath(epsilon: float, mu: float) -> float:
+    import mpmath  # imported on first use, not with dpledger (issue #32)
+
     digits = 30 + int(max(0.0, -math.log10(mu)))
     with mpmath.workdps(digits):
         m, e = mpmath.mpf(mu), mpmath.mpf(epsilon)
@@ -231,6 +232,8 @@ def pure_dp_to_gdp(epsilon: float) -> float:
         # near ε = 0 the float path cancels (Φ⁻¹ of 1/2 + tiny): evaluate
         # 2Φ⁻¹(1/2 + tanh(ε/2)/2) in 60-digit arithmetic and round up by two ulps, far
         # more than its error (never 0 for ε > 0)
+        import mpmath  # imported on first use, not with dpledger (issue #32)
+
         with mpmath.workdps(60):
             t = mpmath.tanh(mpmath.mpf(epsilon) / 2) / 2
             value = 2 * mpmath.sqrt(2) * mpmath.erfinv(2 * t)

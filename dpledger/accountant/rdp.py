@@ -47,9 +47,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
-import mpmath
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from dpledger._numerics import float_up, ratio_squared_up, round_up, square_up
 from dpledger._public import namespace
@@ -149,6 +148,8 @@ def rdp_randomized_response(alpha: float, epsilon: float, categories: int = 2) -
     if log_sum < 1e-3 or error > 1e-6 * log_sum:
         # the sum is 1 + tiny: in floats the tiny part cancels (relative errors up to 1 %
         # at ε ~ 1e-6, α ~ 1.001, below the exact value: issue 10 item 20). 50 digits.
+        import mpmath  # imported on first use, not with dpledger (issue #32)
+
         with mpmath.workdps(50):
             e, a = mpmath.mpf(epsilon), mpmath.mpf(alpha)
             norm = mpmath.exp(e) + (categories - 1)
@@ -474,6 +475,8 @@ def _gaussian_pearson_vajda(mu2: float) -> tuple[float, ...]:
     stops early where the precision cap is reached or the moments stop beating the Thm 9
     terms (the caller then uses Thm 9 terms, which are valid on their own).
     """
+    import mpmath  # imported on first use, not with dpledger (issue #32)
+
     out: list[float] = []
     losing = 0  # consecutive k where the Thm 9 term 2e^{(k−1)ε(k)} is already smaller
     prec = 0
@@ -861,6 +864,9 @@ def _minimise_over_order(objective: Callable[[float], float]) -> tuple[float, fl
         return best_alpha, best_value
     lo = points[best - 1][0] if best > 0 else 1.0 + (best_alpha - 1.0) / 2
     hi = points[best + 1][0] if best + 1 < len(points) else 2.0 * best_alpha
+    # scipy.optimize costs ~0.1 s to import: loaded on first use, not with dpledger (#32)
+    from scipy import optimize
+
     # at extreme orders (10³⁰⁰) the parabolic step's products overflow inside scipy: it
     # then falls back to golden-section steps, and every value is re-evaluated below
     with np.errstate(over="ignore", invalid="ignore"):

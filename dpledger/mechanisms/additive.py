@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import sys
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -181,6 +181,8 @@ class _GridMechanism(Mechanism):
 
     _noise_name: str  # "scale" or "sigma"
     _norm: str  # "l1" or "l2"
+    #: the event of float noise, and of the same noise on the grid
+    _events: ClassVar[tuple[type[Any], type[Any]]]
 
     def __init__(
         self,
@@ -222,6 +224,17 @@ class _GridMechanism(Mechanism):
             self.sensitivity, self.granularity, self.dimension, self._norm
         )
         return self._noise / self.granularity, grid_sensitivity
+
+    @property
+    def event(self) -> ev.Event:
+        """The discrete event on the grid (safe), or the textbook one."""
+        textbook, on_grid = self._events
+        if not self.safe:
+            event: ev.Event = textbook(self._noise, self.sensitivity)
+            return event
+        noise, sensitivity = self._grid()
+        event = on_grid(noise, sensitivity, dimension=self.dimension)
+        return event
 
     def _draw_grid(self, size: int, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
@@ -282,6 +295,7 @@ class Laplace(_GridMechanism):
 
     _noise_name = "scale"
     _norm = "l1"
+    _events = (ev.Laplace, ev.DiscreteLaplace)
 
     def __init__(
         self,
@@ -300,14 +314,6 @@ class Laplace(_GridMechanism):
     def scale(self) -> float:
         """The noise scale b."""
         return self._noise
-
-    @property
-    def event(self) -> ev.Event:
-        """DiscreteLaplace on the grid (safe) or Laplace (textbook)."""
-        if not self.safe:
-            return ev.Laplace(self.scale, self.sensitivity)
-        scale, sensitivity = self._grid()
-        return ev.DiscreteLaplace(scale, sensitivity, dimension=self.dimension)
 
     def _draw_grid(self, size: int, rng: np.random.Generator) -> np.ndarray:
         t = Fraction(self.scale) / Fraction(self.granularity)
@@ -339,6 +345,7 @@ class Gaussian(_GridMechanism):
 
     _noise_name = "sigma"
     _norm = "l2"
+    _events = (ev.Gaussian, ev.DiscreteGaussian)
 
     def __init__(
         self,
@@ -357,14 +364,6 @@ class Gaussian(_GridMechanism):
     def sigma(self) -> float:
         """The noise standard deviation σ."""
         return self._noise
-
-    @property
-    def event(self) -> ev.Event:
-        """DiscreteGaussian on the grid (safe) or Gaussian (textbook)."""
-        if not self.safe:
-            return ev.Gaussian(self.sigma, self.sensitivity)
-        sigma, sensitivity = self._grid()
-        return ev.DiscreteGaussian(sigma, sensitivity, dimension=self.dimension)
 
     def _draw_grid(self, size: int, rng: np.random.Generator) -> np.ndarray:
         s = Fraction(self.sigma) / Fraction(self.granularity)

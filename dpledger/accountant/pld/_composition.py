@@ -11,13 +11,24 @@ from __future__ import annotations
 import math
 import weakref
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import fft as sp_fft
 
 from dpledger._numerics import round_up
 from dpledger.accountant.pld._discretise import _TAIL, _check_grid, _Discrete
 from dpledger.errors import NotApplicableError
+
+if not TYPE_CHECKING:  # (hidden from type checkers: every other name stays checked)
+
+    def __getattr__(name: str) -> Any:
+        """The module's former ``sp_fft`` name (scipy.fft), imported on first use (#32)."""
+        if name == "sp_fft":
+            from scipy import fft
+
+            return fft
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _LAMBDAS = np.logspace(-2.0, 2.3, 18)
 _GUARD_TILT = 1e-5  # above _TILT_BELOW, tilt where the rounding guard exceeds this of δ
@@ -583,6 +594,9 @@ def _compose(
             releases=1,
             support_top=True,
         )
+    # imported here, not at module level: importing dpledger should stay light (issue #32)
+    from scipy import fft as sp_fft
+
     log_z_total = 0.0
     if tilt:
         tilted = []
