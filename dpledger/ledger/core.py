@@ -48,7 +48,6 @@ from dpledger.ledger.filters import (
 )
 from dpledger.ledger.hints import alternatives
 from dpledger.ledger.planned import PlannedFilter, planned_filter
-from dpledger.ledger.planning import Reservation
 from dpledger.ledger.receipts import (
     Receipt,
     as_event,
@@ -525,74 +524,7 @@ class Ledger:
                 reservation.open()  # the plan is recorded now
             return reservation.mechanisms[0]
 
-    def reserve(
-        self,
-        schedule: Callable[[float], Sequence[Any]] | Sequence[Any],
-        *,
-        epsilon: float | None = None,
-        delta: float | None = None,
-        share: float | None = None,
-        plan: bool = False,
-        method: str = "auto",
-        initial: float = 1.0,
-        rng: Any = None,
-        label: str | None = None,
-        safe: bool = False,
-    ) -> Reservation:
-        """Plan a schedule of releases on this ledger: the one planning path.
-
-        Calibrates the schedule's noise, checks it, and returns a
-        :class:`~dpledger.ledger.planning.Reservation` whose ``release`` charges and
-        draws each release in order (see :mod:`dpledger.ledger.planning`). Nothing is
-        recorded until the reservation opens (its first release, or ``open()``).
-
-        Args:
-            schedule: p ↦ the releases (mechanisms or events) at noise p, in order; or
-                the releases themselves (nothing to calibrate).
-            epsilon: With ``delta``: the guarantee the schedule must meet on its own (an
-                estimator's fit). The noise is the tightest for (ε, δ) jointly, raised if
-                needed so that a ledger of this kind holding (ε, δ) accepts it release
-                by release — then this ledger charges it in its currency.
-            delta: See ``epsilon``.
-            share: Instead: the fraction of what remains that the schedule may use, in
-                this ledger's currency (default 1 when no target is given).
-            plan: On a ledger with nothing recorded: calibrate for its whole (ε, δ) with
-                ``method`` and *plan* the schedule when the reservation opens.
-            method: With ``plan``: the accounting method (default: tightest).
-            initial: A starting guess for the noise.
-            rng: The seed or Generator the noise is derived from (with this ledger's
-                position unless planned; see :func:`~dpledger.ledger.planning.noise_generator`).
-            label: With ``plan``: the plan receipt's label.
-            safe: The mechanisms are safe (discrete) noise: a calibration that fails says
-                so.
-
-        Raises:
-            CalibrationError: No noise in the searched range fits.
-            NotApplicableError: The ledger's filter cannot account for a release.
-            InvalidArgumentError: A planned ledger, or ``plan`` on one with receipts.
-
-        Example:
-            >>> from dpledger import Ledger, mechanisms
-            >>> ledger = Ledger(1.0, 1e-5)
-            >>> two = lambda s: [mechanisms.Gaussian(s)] * 2
-            >>> plan = ledger.reserve(two, epsilon=0.5, delta=5e-6)
-            >>> noisy = plan.release_all([("a", 10.0), ("b", 20.0)])
-            >>> len(ledger.receipts), len(plan.releases_)
-            (2, 2)
-        """
-        return planning.reserve(
-            self,
-            schedule,
-            epsilon=epsilon,
-            delta=delta,
-            share=share,
-            plan=plan,
-            method=method,
-            initial=initial,
-            rng=rng,
-            label=label,
-            safe=safe,
-        )
+    reserve = planning.reserve  # the one planning path (documented there)
 
     # -- planned schedules ---------------------------------------------------------------
 
