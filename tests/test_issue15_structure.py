@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from dpledger import events as ev
-from dpledger.accountant import PLDAccountant, RDPAccountant, _atoms, _pairs, basic, pld, rdp
-from dpledger.accountant.pld import _composition, _discretise, _pairs_table
+from dpledger.accountant import PLDAccountant, RDPAccountant, _pairs, basic, costs, pld
+from dpledger.accountant.pld import _composition, _discretise, _pairs_table, _transform
+from dpledger.accountant.rdp._curves import _pure_epsilon, _single_gaussian_multiplier
+from dpledger.accountant.rdp._without_replacement import _wbk_gaussian_integer, _wbk_integer
 from dpledger.errors import NotApplicableError
 
-ACCOUNTANT = Path(rdp.__file__).parent
+ACCOUNTANT = Path(costs.__file__).parent
 EVENT_CLASSES = {
     obj
     for obj in vars(ev).values()
@@ -52,6 +54,7 @@ def _isinstance_on_events(path: Path) -> list[str]:
     [
         *sorted(p for p in ACCOUNTANT.glob("*.py") if p.name != "events.py"),
         *sorted((ACCOUNTANT / "pld").glob("*.py")),
+        *sorted((ACCOUNTANT / "rdp").glob("*.py")),
     ],
     ids=lambda p: p.name,
 )
@@ -105,38 +108,38 @@ def test_unknown_release_types_are_refused_by_name(run, message):
 
 
 def test_pure_epsilon_and_fixed_guarantee():
-    assert _atoms.pure_epsilon(ev.PureDP(0.5)) == 0.5
-    assert _atoms.pure_epsilon(ev.Laplace(2.0)) == 0.5
-    assert _atoms.pure_epsilon(ev.DiscreteLaplace(4.0, 2.0)) == 0.5
-    assert _atoms.pure_epsilon(ev.RandomizedResponse(0.5, 3)) == 0.5
-    assert _atoms.pure_epsilon(ev.BoundedRange(0.5)) == 0.5
-    assert _atoms.pure_epsilon(ev.ApproxDP(0.5, 0.0)) == 0.5
-    assert _atoms.pure_epsilon(ev.ApproxDP(0.5, 1e-9)) is None
-    assert _atoms.fixed_guarantee(ev.ApproxDP(0.5, 1e-9)) == (0.5, 1e-9)
+    assert costs.pure_epsilon(ev.PureDP(0.5)) == 0.5
+    assert costs.pure_epsilon(ev.Laplace(2.0)) == 0.5
+    assert costs.pure_epsilon(ev.DiscreteLaplace(4.0, 2.0)) == 0.5
+    assert costs.pure_epsilon(ev.RandomizedResponse(0.5, 3)) == 0.5
+    assert costs.pure_epsilon(ev.BoundedRange(0.5)) == 0.5
+    assert costs.pure_epsilon(ev.ApproxDP(0.5, 0.0)) == 0.5
+    assert costs.pure_epsilon(ev.ApproxDP(0.5, 1e-9)) is None
+    assert costs.fixed_guarantee(ev.ApproxDP(0.5, 1e-9)) == (0.5, 1e-9)
     for other in (ev.Gaussian(1.0), ev.ZCDP(0.1), ev.PoissonSampled(ev.PureDP(1.0), 0.1)):
-        assert _atoms.pure_epsilon(other) is None
-        assert _atoms.fixed_guarantee(other) is None
-    assert rdp._pure_epsilon(ev.PureDP(0.5) * 3 + ev.Laplace(4.0)) == 1.75
+        assert costs.pure_epsilon(other) is None
+        assert costs.fixed_guarantee(other) is None
+    assert _pure_epsilon(ev.PureDP(0.5) * 3 + ev.Laplace(4.0)) == 1.75
     assert basic.dp_guarantee(ev.Laplace(2.0)) == (0.5, 0.0)
 
 
 def test_gaussian_collapse_is_exact_then_directed():
     releases = ev.flatten(ev.Gaussian(3.0) * 7 + ev.Gaussian(0.7, 0.3))
     exact = Fraction(7, 9) + (Fraction(0.3) / Fraction(0.7)) ** 2
-    assert _atoms.gaussian_mu_squared(releases) == exact
-    upper, lower = _atoms.gaussian_mu(releases, "upper"), _atoms.gaussian_mu(releases, "lower")
+    assert costs.gaussian_mu_squared(releases) == exact
+    upper, lower = costs.gaussian_mu(releases, "upper"), costs.gaussian_mu(releases, "lower")
     assert Fraction(lower) ** 2 < exact < Fraction(upper) ** 2
-    assert _atoms.gaussian_mu(ev.flatten(ev.Gaussian(1.0) + ev.Laplace(1.0)), "upper") is None
+    assert costs.gaussian_mu(ev.flatten(ev.Gaussian(1.0) + ev.Laplace(1.0)), "upper") is None
     # both accountants collapse through the helper
     event = ev.PoissonSampled(ev.Gaussian(3.0) * 7 + ev.Gaussian(0.7, 0.3), 0.01)
     for kind, mu in (("upper", upper), ("lower", lower)):
         assert [p.base.mu for p in pld._pairs(event, kind)] == [mu, mu]
-    multiplier = rdp._single_gaussian_multiplier(event.event)
+    multiplier = _single_gaussian_multiplier(event.event)
     assert multiplier is not None and Fraction(multiplier) ** -2 > exact
 
 
 def test_the_mathematics_does_not_touch_the_thread_pool():
-    for module in (_composition, _discretise, _pairs_table):
+    for module in (_composition, _discretise, _pairs_table, _transform):
         source = inspect.getsource(module)
         for name in ("_in_parallel", "_pool", "_THREADS", "_fft_workers", "ThreadPool"):
             assert name not in source, (module.__name__, name)
@@ -209,7 +212,7 @@ def test_without_replacement_curve_is_the_smallest_of_its_bounds():
         return rdp.rdp_laplace(a, 1.0)
 
     for a in (2, 3, 17, 256, 4096):
-        thm9 = rdp._wbk_integer(a, 0.1, inner, 1.0)
+        thm9 = _wbk_integer(a, 0.1, inner, 1.0)
         # the summary rounds its sum up by a few ulps
         assert curve(float(a)) == pytest.approx(min(inner(a), amplified, thm9), rel=1e-12)
     for a in (2**14 + 1, 2**20, 1e13):
@@ -219,4 +222,4 @@ def test_without_replacement_curve_is_the_smallest_of_its_bounds():
     for a in (2, 50, 2**15, 2**18):
         assert g_curve(float(a)) <= rdp.rdp_gaussian(float(a), 5.0) * (1 + 1e-12)
     for a in (2, 50, 2**15):
-        assert g_curve(float(a)) <= rdp._wbk_gaussian_integer(a, 0.01, 1 / 25) * (1 + 1e-12)
+        assert g_curve(float(a)) <= _wbk_gaussian_integer(a, 0.01, 1 / 25) * (1 + 1e-12)

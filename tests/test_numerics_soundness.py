@@ -382,6 +382,7 @@ def test_subsampled_gaussian_log_a_in_chunks_is_never_below_exact(monkeypatch):
     audit claim at α = 1e9 allocated 23 GB, helper-38): still above the 60-digit sum, and
     equal to the one-chunk value to 1e-12."""
     from dpledger.accountant import rdp
+    from dpledger.accountant.rdp import _poisson
 
     def exact(a, q, z):
         with mpmath.workdps(60):
@@ -398,7 +399,7 @@ def test_subsampled_gaussian_log_a_in_chunks_is_never_below_exact(monkeypatch):
 
     cases = [(300, 0.01, 3.0), (1000, 0.1, 20.0), (777, 1e-4, 1.5)]
     whole = [rdp._log_a_integer(a, q, z) for a, q, z in cases]
-    monkeypatch.setattr(rdp, "_INTEGER_CHUNK", 7)
+    monkeypatch.setattr(_poisson, "_INTEGER_CHUNK", 7)
     for (a, q, z), one in zip(cases, whole, strict=True):
         chunked = rdp._log_a_integer(a, q, z)
         assert mpmath.mpf(chunked) >= exact(a, q, z), (a, q, z)
@@ -430,6 +431,7 @@ def test_subsampled_gaussian_log_a_blocks_match_the_full_sum(monkeypatch):
     from scipy import special
 
     from dpledger.accountant import rdp
+    from dpledger.accountant.rdp import _poisson
 
     for q, z in ((0.01, 30.0), (0.2, 400.0), (1e-4, 3.0)):
         alpha = 200_000
@@ -438,7 +440,7 @@ def test_subsampled_gaussian_log_a_blocks_match_the_full_sum(monkeypatch):
         full = (
             excess + math.log1p(math.exp(-excess)) if excess > 30 else math.log1p(math.exp(excess))
         )
-        monkeypatch.setattr(rdp, "_INTEGER_CHUNK", 512)
+        monkeypatch.setattr(_poisson, "_INTEGER_CHUNK", 512)
         blocked = rdp._log_a_integer(alpha, q, z)
         monkeypatch.undo()
         assert blocked >= full * (1 - 1e-15)
@@ -451,15 +453,16 @@ def test_subsampled_gaussian_log_a_work_counts_splits_too(monkeypatch):
     64 bounds per unit of work; and a noise multiplier whose square underflows gives ∞,
     not a ZeroDivisionError."""
     from dpledger.accountant import rdp
+    from dpledger.accountant.rdp import _poisson
 
     calls = []
-    original = rdp._log_block_bound
+    original = _poisson._log_block_bound
 
     def counting(*args):
         calls.append(args)
         return original(*args)
 
-    monkeypatch.setattr(rdp, "_log_block_bound", counting)
+    monkeypatch.setattr(_poisson, "_log_block_bound", counting)
     value = rdp._log_a_integer(2**52, 0.5, 2.0**26)
     assert math.isfinite(value) and value > 0
     assert len(calls) <= 64 * (rdp._EXACT_BLOCKS + 1)

@@ -469,10 +469,10 @@ def test_direct_transform_is_within_its_bound_of_50_digit_sums(seed, chunk, monk
     every value within its bound, and at the lowest frequencies of a concentrated
     distribution the bound is a few u·S — far below the FFT's γ_F·S. Both with the
     frequencies taken one at a time (chunk 1) and all at once."""
-    from dpledger.accountant.pld import _composition
-    from dpledger.accountant.pld._composition import _centre, _direct_transform, _fft_error
+    from dpledger.accountant.pld import _transform
+    from dpledger.accountant.pld._transform import _centre, _direct_transform, _fft_error
 
-    monkeypatch.setattr(_composition, "_DIRECT_CHUNK", chunk)
+    monkeypatch.setattr(_transform, "_DIRECT_CHUNK", chunk)
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(300, 2500))
@@ -506,7 +506,7 @@ def test_direct_transform_memory_does_not_grow_with_window_times_frequencies():
     the values equal those computed one frequency at a time."""
     import tracemalloc
 
-    from dpledger.accountant.pld._composition import _centre, _direct_transform
+    from dpledger.accountant.pld._transform import _centre, _direct_transform
 
     n = 1 << 22
     masses = np.exp(-0.5 * ((np.arange(n) - n / 2) / (n / 50)) ** 2)
@@ -537,7 +537,7 @@ def test_direct_transform_memory_does_not_grow_with_window_times_frequencies():
 def test_mass_total_is_within_its_bound_of_the_exact_sum(n, low, span, zeros, seed):
     """``_mass_total`` against the exact rational sum: within (1 + 2⁻¹⁷)·u·S, as its
     docstring proves, over magnitudes from subnormal to 1e290 (its fallback included)."""
-    from dpledger.accountant.pld._composition import _TOTAL_ERROR, _mass_total
+    from dpledger.accountant.pld._transform import _TOTAL_ERROR, _mass_total
 
     rng = np.random.default_rng(seed)
     masses = rng.random(n) * 10.0 ** rng.uniform(low, low + span, n)
@@ -597,7 +597,7 @@ def test_recomputed_frequencies_shrink_the_rounding_guard(monkeypatch):
     """Recomputing the carrying frequencies directly makes the guard of 3,000 DP-SGD steps
     ≥ 5x smaller than the FFT's bound alone (measured ~14x) — and the answer stays an
     upper bound on the other one's (both are valid)."""
-    from dpledger.accountant.pld import PLDAccountant, _composition
+    from dpledger.accountant.pld import PLDAccountant, _composition, _transform
 
     event = ev.PoissonSampled(ev.Gaussian(1.0), 0.004) * 3000
 
@@ -608,7 +608,7 @@ def test_recomputed_frequencies_shrink_the_rounding_guard(monkeypatch):
         return max(c.rounding_guard(eps) for c in directions), summary.epsilon(1e-5)
 
     direct, eps_direct = guard()
-    monkeypatch.setattr(_composition, "_DIRECT_MAX", 0)
+    monkeypatch.setattr(_transform, "_DIRECT_MAX", 0)
     fft_only, eps_fft = guard()
     assert direct * 5 <= fft_only
     assert eps_direct <= eps_fft * (1 + 1e-6)
@@ -621,7 +621,7 @@ def test_fft_error_bound_holds_for_power_of_two_and_5_smooth_sizes(size):
     measured against a direct DFT in 80-bit arithmetic (pairwise sums), with a margin."""
     from scipy import fft as sp_fft
 
-    from dpledger.accountant.pld._composition import _fft_error
+    from dpledger.accountant.pld._transform import _fft_error
 
     rng = np.random.default_rng(size)
     x = rng.random(size) ** 4 * (rng.random(size) < 0.6)

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 import dpledger.accountant as acc
 from dpledger import events as ev
 from dpledger.accountant.rdp import (
-    _wbk_integer,
     rdp_curve,
     rdp_laplace,
     rdp_poisson_gaussian,
@@ -21,6 +20,7 @@ from dpledger.accountant.rdp import (
     rdp_to_delta,
     rdp_to_epsilon,
 )
+from dpledger.accountant.rdp._without_replacement import _wbk_integer
 from dpledger.errors import InvalidArgumentError, NotApplicableError
 
 from . import _reference as ref
@@ -272,7 +272,7 @@ def test_the_composed_gaussian_mu_is_rounded_outward_also_beyond_the_float_range
     import sys
     from fractions import Fraction
 
-    from dpledger.accountant._atoms import sqrt_directed
+    from dpledger.accountant.costs import sqrt_directed
 
     for value in (Fraction(2), Fraction(1, 3), Fraction(10) ** 40 + 1, Fraction(1, 10**400)):
         up, down = sqrt_directed(value, "upper"), sqrt_directed(value, "lower")

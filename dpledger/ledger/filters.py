@@ -32,10 +32,10 @@ from dpledger.accountant.basic import BasicAccountant
 from dpledger.accountant.costs import exact_basic, exact_mu_squared, exact_rho
 from dpledger.accountant.gdp import gdp_delta, gdp_epsilon
 from dpledger.accountant.rdp import (
-    _minimise_over_order,
     budget_at_order,
     conversion_offset,
     epsilon_at_order,
+    minimise_over_order,
     rdp_curve,
 )
 from dpledger.accountant.zcdp import ZCDPAccountant, zcdp_to_epsilon
@@ -422,7 +422,7 @@ class RDPFilter(Filter):
             def objective(a: float) -> float:
                 return rho * a + conversion_offset(a, log_delta)
 
-            order, _ = _minimise_over_order(objective)
+            order, _ = minimise_over_order(objective)
         self.order = check_positive("order", order)
         if self.order <= 1:
             raise InvalidArgumentError(f"`order` must be greater than 1. Found {order!r}.")
@@ -453,7 +453,7 @@ class RDPFilter(Filter):
             value = curve(a)
             return math.inf if not value > 0 else math.log(value) - math.log(budget)
 
-        order, best = _minimise_over_order(objective)
+        order, best = minimise_over_order(objective)
         if not math.isfinite(best):
             raise NotApplicableError(
                 f"no Rényi order gives a budget for ({epsilon!r}, {delta!r}) that fits "

@@ -51,7 +51,8 @@ relative to the δ of interest, for the directions that decide the answer.
 
 The package is laid out by layer: :mod:`._pairs_table` (each event type's dominating or
 attained pairs), :mod:`._discretise` (pairs onto the loss grid), :mod:`._composition`
-(the FFT composition, its rounding guard, tilting and window sizing), :mod:`._accountant`
+(the FFT composition, its rounding guard, tilting and window sizing), :mod:`._transform`
+(the bound on the transform's rounding error), :mod:`._accountant`
 (the summary and accountant, the only layer that uses threads) and :mod:`._threads`
 (the process-wide pool and :func:`set_threads`). Everything is importable from here.
 """
@@ -83,11 +84,9 @@ from dpledger.accountant.pld._composition import (
     _LAMBDAS,
     _MOMENTS,
     _TILT_GRID,
-    _UNIT,
     _WINDOW_TAIL,
     _compose,
     _Composition,
-    _fft_error,
     _guard_matters,
     _log_mgfs,
     _Moments,
@@ -96,7 +95,6 @@ from dpledger.accountant.pld._composition import (
     _saddle_tilt,
     _tilted,
     _tilted_moments,
-    _transform_error,
     _window_tail_for,
 )
 from dpledger.accountant.pld._discretise import (
@@ -134,6 +132,11 @@ from dpledger.accountant.pld._threads import (
     _in_parallel,
     _pool,
     set_threads,
+)
+from dpledger.accountant.pld._transform import (
+    _UNIT,
+    _fft_error,
+    _transform_error,
 )
 
 __all__ = [
