@@ -373,7 +373,54 @@ class Gaussian(_GridMechanism):
         return rng.normal(0.0, self.sigma, size)
 
 
-class DiscreteLaplace(Mechanism):
+class _IntegerMechanism(Mechanism):
+    """Shared logic of the discrete Laplace and Gaussian: exact noise on integers."""
+
+    _noise_name: ClassVar[str]  # "scale" or "sigma"
+    _event_type: ClassVar[type[Any]]
+
+    def __init__(self, noise: float, sensitivity: float, *, dimension: int) -> None:
+        setattr(self, self._noise_name, check_positive(self._noise_name, noise))
+        self.sensitivity = check_positive("sensitivity", sensitivity)
+        self.dimension = check_int_at_least("dimension", dimension, 1)
+        _ = self.event  # the event's own checks (e.g. an overflowing ratio), at construction
+
+    def _noise(self) -> float:
+        noise: float = getattr(self, self._noise_name)
+        return noise
+
+    def _params(self) -> dict[str, Any]:
+        return {
+            self._noise_name: self._noise(),
+            "sensitivity": self.sensitivity,
+            "dimension": self.dimension,
+        }
+
+    @property
+    def event(self) -> ev.Event:
+        """The discrete event."""
+        event: ev.Event = self._event_type(
+            self._noise(), self.sensitivity, dimension=self.dimension
+        )
+        return event
+
+    def validate(self, value: Any) -> None:
+        """``value`` must be integer-valued with ``dimension`` entries."""
+        as_vector(value, self.dimension, integer=True)
+
+    def _draw(self, noise: Fraction, rng: np.random.Generator) -> int:
+        raise NotImplementedError
+
+    def release(self, value: Any, rng: np.random.Generator | None = None) -> Any:
+        """Integer ``value`` plus exact discrete noise on every coordinate."""
+        vector = as_vector(value, self.dimension, integer=True)
+        generator = resolve_rng(rng)
+        noise = Fraction(self._noise())
+        drawn = _integers([self._draw(noise, generator) for _ in range(vector.size)])
+        return _shape_like(_add_exact(vector, drawn), value)
+
+
+class DiscreteLaplace(_IntegerMechanism):
     """Discrete Laplace noise on an integer-valued statistic: ε = Δ₁/t (exact sampler).
 
     Args:
@@ -382,34 +429,18 @@ class DiscreteLaplace(Mechanism):
         dimension: Number of coordinates.
     """
 
+    scale: float
+    _noise_name = "scale"
+    _event_type = ev.DiscreteLaplace
+
     def __init__(self, scale: float, sensitivity: float = 1.0, *, dimension: int = 1) -> None:
-        self.scale = check_positive("scale", scale)
-        self.sensitivity = check_positive("sensitivity", sensitivity)
-        self.dimension = check_int_at_least("dimension", dimension, 1)
-        _ = self.event  # the event's own checks (e.g. an overflowing ratio), at construction
+        super().__init__(scale, sensitivity, dimension=dimension)
 
-    def _params(self) -> dict[str, Any]:
-        return {"scale": self.scale, "sensitivity": self.sensitivity, "dimension": self.dimension}
-
-    @property
-    def event(self) -> ev.DiscreteLaplace:
-        """The discrete Laplace event."""
-        return ev.DiscreteLaplace(self.scale, self.sensitivity, dimension=self.dimension)
-
-    def validate(self, value: Any) -> None:
-        """``value`` must be integer-valued with ``dimension`` entries."""
-        as_vector(value, self.dimension, integer=True)
-
-    def release(self, value: Any, rng: np.random.Generator | None = None) -> Any:
-        """Integer ``value`` plus exact discrete Laplace noise."""
-        vector = as_vector(value, self.dimension, integer=True)
-        generator = resolve_rng(rng)
-        t = Fraction(self.scale)
-        noise = _integers([discrete_laplace(t, generator) for _ in range(vector.size)])
-        return _shape_like(_add_exact(vector, noise), value)
+    def _draw(self, noise: Fraction, rng: np.random.Generator) -> int:
+        return discrete_laplace(noise, rng)
 
 
-class DiscreteGaussian(Mechanism):
+class DiscreteGaussian(_IntegerMechanism):
     """Discrete Gaussian noise on an integer-valued statistic (exact sampler, CKS 2020).
 
     Args:
@@ -418,31 +449,15 @@ class DiscreteGaussian(Mechanism):
         dimension: Number of coordinates.
     """
 
+    sigma: float
+    _noise_name = "sigma"
+    _event_type = ev.DiscreteGaussian
+
     def __init__(self, sigma: float, sensitivity: float = 1.0, *, dimension: int = 1) -> None:
-        self.sigma = check_positive("sigma", sigma)
-        self.sensitivity = check_positive("sensitivity", sensitivity)
-        self.dimension = check_int_at_least("dimension", dimension, 1)
-        _ = self.event  # the event's own checks (e.g. an overflowing ratio), at construction
+        super().__init__(sigma, sensitivity, dimension=dimension)
 
-    def _params(self) -> dict[str, Any]:
-        return {"sigma": self.sigma, "sensitivity": self.sensitivity, "dimension": self.dimension}
-
-    @property
-    def event(self) -> ev.DiscreteGaussian:
-        """The discrete Gaussian event."""
-        return ev.DiscreteGaussian(self.sigma, self.sensitivity, dimension=self.dimension)
-
-    def validate(self, value: Any) -> None:
-        """``value`` must be integer-valued with ``dimension`` entries."""
-        as_vector(value, self.dimension, integer=True)
-
-    def release(self, value: Any, rng: np.random.Generator | None = None) -> Any:
-        """Integer ``value`` plus exact discrete Gaussian noise."""
-        vector = as_vector(value, self.dimension, integer=True)
-        generator = resolve_rng(rng)
-        s = Fraction(self.sigma)
-        noise = _integers([discrete_gaussian(s * s, generator) for _ in range(vector.size)])
-        return _shape_like(_add_exact(vector, noise), value)
+    def _draw(self, noise: Fraction, rng: np.random.Generator) -> int:
+        return discrete_gaussian(noise * noise, rng)
 
 
 __dir__ = namespace(__all__)
