@@ -11,12 +11,14 @@ from dpledger._public import namespace
 __all__ = [
     "BudgetExceededError",
     "CalibrationError",
+    "ConvergenceError",
     "DPLedgerError",
     "FloatingPointWarning",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
     "LedgerIntegrityError",
     "LegacyFormulaWarning",
+    "MCMCWarning",
     "NotApplicableError",
     "PipelineError",
     "RepeatedNoiseWarning",
@@ -118,6 +120,10 @@ class SamplingError(DPLedgerError, RuntimeError):
     """A capped sampler found no draw: the budget was charged and nothing was released."""
 
 
+class ConvergenceError(DPLedgerError, RuntimeError):
+    """The solver did not reach its gradient tolerance."""
+
+
 # -- warnings ------------------------------------------------------------------------------
 
 
@@ -127,6 +133,10 @@ class FloatingPointWarning(UserWarning):
 
 class LegacyFormulaWarning(UserWarning):
     """A textbook formula was used outside the range where it is proved."""
+
+
+class MCMCWarning(UserWarning):
+    """The chains look unconverged (split R̂ > 1.01 or a small effective sample size)."""
 
 
 class RepeatedNoiseWarning(UserWarning):

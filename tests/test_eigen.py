@@ -90,7 +90,7 @@ def no_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> NoReturn:
         raise AssertionError("the fallback probe ran")
 
-    monkeypatch.setattr(_eigen, "_probe", refuse)
+    monkeypatch.setattr(_eigen, "probe", refuse)
 
 
 # -- exact and reference agreement ------------------------------------------------------------
@@ -236,14 +236,14 @@ def _cluster_of_30(seed: int, d: int) -> tuple[np.ndarray, Fraction, int]:
 def test_a_cluster_too_large_for_lehmann_goes_to_the_exact_fallback() -> None:
     G, lam, top = _cluster_of_30(5, 60)
     calls = []
-    real = _eigen._probe
+    real = _eigen.probe
 
     def counted(*args: Any) -> bool:
         calls.append(args)
         return real(*args)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_eigen, "_probe", counted)
+        patch.setattr(_eigen, "probe", counted)
         for granularity_exp in (top - 46, top - 47):
             kstar = floor_steps(lam, 1.0, 2.0**granularity_exp)
             assert_sound(min_eigenvalue_steps(G, 1.0, 2.0**granularity_exp), kstar)
@@ -373,22 +373,22 @@ def test_fixed_point_probe_answers_are_true(d: int) -> None:
         eta = Fraction(2) ** q * ((d * d + 1) // 2)
         for offset in (-3, -1, 0, 1, 3):
             tau = (math.floor((lam + offset * eta) / 2**q)) * Fraction(2) ** q
-            if _eigen._probe(G, tau, q):
+            if _eigen.probe(G, tau, q):
                 assert lam > tau - eta
             else:
                 assert lam <= tau + eta
 
 
 def test_exact_semidefinite_tests() -> None:
-    assert _eigen._exact_psd(np.array([[2, 2], [2, 2]], dtype=object))
-    assert not _eigen._exact_psd(np.array([[0, 1], [1, 0]], dtype=object))
-    assert _eigen._exact_psd(np.zeros((3, 3), dtype=object))
-    assert not _eigen._exact_psd(np.array([[1, 0], [0, -1]], dtype=object))
-    assert _eigen._exact_definite(np.array([[2, 1], [1, 2]], dtype=object))
-    assert not _eigen._exact_definite(np.array([[1, 1], [1, 1]], dtype=object))
+    assert _eigen.exact_psd(np.array([[2, 2], [2, 2]], dtype=object))
+    assert not _eigen.exact_psd(np.array([[0, 1], [1, 0]], dtype=object))
+    assert _eigen.exact_psd(np.zeros((3, 3), dtype=object))
+    assert not _eigen.exact_psd(np.array([[1, 0], [0, -1]], dtype=object))
+    assert _eigen.exact_definite(np.array([[2, 1], [1, 2]], dtype=object))
+    assert not _eigen.exact_definite(np.array([[1, 1], [1, 1]], dtype=object))
     G, lam = reflected([7, 9, 7, 12], [[1, 2, -1, 3]])
-    assert _eigen._exact_psd(_eigen._shifted(G, lam))
-    assert not _eigen._exact_psd(_eigen._shifted(G, lam + Fraction(1, 2**40)))
+    assert _eigen.exact_psd(_eigen.shifted(G, lam))
+    assert not _eigen.exact_psd(_eigen.shifted(G, lam + Fraction(1, 2**40)))
 
 
 # -- bad input ------------------------------------------------------------------------------

@@ -18,9 +18,9 @@ from dpledger.algorithms import (
     OutputPerturbationClassifier,
     OutputPerturbationRegressor,
 )
+from dpledger.algorithms._erm_solver import _Loss
 from dpledger.algorithms.erm import (
     ConvergenceError,
-    _Loss,
     _minimise,
     _ObjectiveNoise,
     objective_perturbation_epsilon,

@@ -123,7 +123,7 @@ def test_per_example_clipping_holds_when_the_squares_underflow():
     the clipping itself uses exact norms: checked on the shared helper in rationals."""
     from fractions import Fraction
 
-    from dpledger.algorithms.linear import _clip_rows
+    from dpledger.algorithms._rows import clip_rows as _clip_rows
 
     grads = np.full((50, 2), 1e-170)
     grads[::2] *= 3.0

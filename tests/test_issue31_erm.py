@@ -19,13 +19,11 @@ from dpledger.algorithms import (
     OutputPerturbationClassifier,
     OutputPerturbationRegressor,
 )
+from dpledger.algorithms._erm_bounds import _row_weight, _weight_cap, _weight_factor
+from dpledger.algorithms._erm_solver import _Loss
 from dpledger.algorithms.erm import (
     ConvergenceError,
-    _Loss,
     _minimise,
-    _row_weight,
-    _weight_cap,
-    _weight_factor,
     _weight_ratio,
     objective_perturbation_plan,
 )
@@ -282,7 +280,8 @@ def test_the_gradient_phase_certifies_within_its_public_bound(cls, rows, monkeyp
 
 
 def test_the_public_step_bound_accepts_the_defaults_and_refuses_the_reproducer():
-    from dpledger.algorithms.erm import _STEP_CAP, _gradient_steps, _solver_floor
+    from dpledger.algorithms._erm_bounds import _STEP_CAP, _gradient_steps
+    from dpledger.algorithms.erm import _solver_floor
 
     radius = math.sqrt(2.0) * (1 + 1e-15)  # x_bound = intercept_scaling = 1
     for loss in (

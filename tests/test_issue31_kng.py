@@ -34,7 +34,7 @@ from dpledger.algorithms.kng import (
     SamplingError,
 )
 from dpledger.audit import estimate_epsilon
-from dpledger.mechanisms.regression import _LinearRelease
+from dpledger.mechanisms.regression import LinearRelease
 
 mp.mp.dps = 40
 EPS, R = 2.0, 0.01
@@ -128,7 +128,7 @@ def _mechanism(kind, adjacency="add_remove", max_proposals=1000):
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _LinearRelease(
+        return LinearRelease(
             kind, EPS, sensitivity, theta_bound=R, ridge=ridge, dimension=1,
             max_proposals=max_proposals, row_bound=b, adjacency=adjacency,
         )  # fmt: skip

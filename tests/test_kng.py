@@ -606,7 +606,7 @@ def test_clipped_rows_are_inside_the_bound_exactly():
     a finite row whose ℓ₁ sum overflows is scaled, not zeroed."""
     from fractions import Fraction
 
-    from dpledger.algorithms.kng import _clip_rows
+    from dpledger.algorithms._rows import clip_rows as _clip_rows
 
     rng = np.random.default_rng(5)
     for d, bound in ((2, 1.0), (10, 0.3), (100, 7.7), (3, 2.0**-890)):
@@ -629,7 +629,8 @@ def test_shrink_in_place_touches_only_the_rows_that_are_over():
     """``_shrink_rows`` (the in-place clip of the statistics path): rows inside the bound
     keep their bits, rows over it equal ``_clip_rows``'s (which returns a new array and
     leaves its input alone), and a huge finite row is scaled, not zeroed."""
-    from dpledger.algorithms.linear import _clip_rows, _shrink_rows
+    from dpledger.algorithms._rows import clip_rows as _clip_rows
+    from dpledger.algorithms._rows import shrink_rows as _shrink_rows
 
     rng = np.random.default_rng(11)
     for norm in ("l1", "l2", "linf"):
@@ -675,7 +676,7 @@ def test_clipping_converges_for_wide_constant_rows(d):
     outside": whether a fit (NoisyGD, FM, KNG) ran depended on one record (helper-30)."""
     from fractions import Fraction
 
-    from dpledger.algorithms.linear import _clip_rows
+    from dpledger.algorithms._rows import clip_rows as _clip_rows
 
     for value in (0.1, 0.37, 3.0):
         for norm in ("l1", "l2"):

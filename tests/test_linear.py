@@ -359,7 +359,7 @@ def test_unit_rows_from_subnormal_entries_are_unit_rows():
     """row_norm="unit": 1/‖x‖ overflowed for a subnormal row ([1e-310, 0] became NaN), so
     one such record decided whether SSP, ADASSP and PrivateIRLS refused (ADASSP with a
     raw LinAlgError). Rows are now put in units of their largest entry first."""
-    from dpledger.algorithms.linear import _scale_rows
+    from dpledger.algorithms._rows import scale_rows as _scale_rows
 
     rows = np.array([[5e-324, 5e-324], [5e-324, 0.0], [1e-320, 1e-320], [1e-310, 0.0], [0.0, 0.0]])
     scaled = _scale_rows(rows, 1.0, unit=True)

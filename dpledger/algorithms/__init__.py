@@ -1,19 +1,55 @@
-"""Private algorithms built from mechanisms and charged to a ledger.
+"""Private estimators and queries: every release charged to a ledger before it is drawn.
 
-Available now: the analyst's descriptive statistics (:mod:`.descriptive`): ``count``,
-``sum``, ``mean``, ``variance`` and ``histogram`` with declared bounds; private linear
-regression from sufficient statistics (:mod:`.linear`): :class:`ADASSP` and :class:`SSP`,
-scikit-learn estimators following the estimator contract of :mod:`.base`.
+The estimators are scikit-learn estimators following one contract (:mod:`.base`): each
+parameter is declared with its constraint and checked before ``fit`` reads any data;
+bounds and adjacency are declared, never estimated; the whole schedule is checked
+against the ledger before the first release; fitted attributes end in ``_`` and are
+listed in each estimator's ``Attributes``. The descriptive queries are functions charged
+to the ledger they are given. Derivations and comparisons: docs/algorithms.md.
 
-and private IRLS (:mod:`.irls`: :class:`PrivateIRLS`, robust, logistic and Poisson
-regression); :class:`PrivateStandardScaler` (:mod:`.preprocessing`), which releases the
-statistics it scales with and charges them; the functional mechanism family
-(:mod:`.functional`: FM, relaxed FM and Gaussian FM for linear and logistic loss).
+========================================  ===================================  =====================
+estimator or query                        releases                             module
+========================================  ===================================  =====================
+:class:`ADASSP`                           λ_min, XᵀX and Xᵀy with noise;       :mod:`.linear`
+                                          solved with a ridge
+:class:`SSP`                              XᵀX and Xᵀy with noise; solved       :mod:`.linear`
+:class:`PrivateIRLS`                      re-weighted first and second         :mod:`.irls`
+                                          moments, a pair per iteration
+:class:`FMLinearRegression`               the squared loss's coefficients      :mod:`.functional`
+                                          with noise (FM, relaxed FM or
+                                          Gaussian FM)
+:class:`FMLogisticRegression`             the logistic loss's Taylor           :mod:`.functional`
+                                          coefficients with noise
+:class:`CapeFM`                           each site's coefficients with        :mod:`.cape`
+                                          correlated (CAPE) noise
+:class:`NoisyGD`                          a noisy sum of clipped gradients     :mod:`.gradient`
+                                          per step
+:class:`NoisyGDClassifier`                the same, for the logistic loss      :mod:`.gradient`
+:class:`ObjectivePerturbationClassifier`  the minimiser of a noisy             :mod:`.erm`
+                                          objective, plus noise
+:class:`ObjectivePerturbationRegressor`   the same, for the Huber loss         :mod:`.erm`
+:class:`OutputPerturbationClassifier`     the minimiser, plus noise            :mod:`.erm`
+:class:`OutputPerturbationRegressor`      the same, for the Huber loss         :mod:`.erm`
+:class:`KNGLinearRegression`              one θ ∈ Θ drawn by KNG, exactly      :mod:`.kng`
+:class:`ExponentialLinearRegression`      one θ ∈ Θ drawn by the exponential   :mod:`.kng`
+                                          mechanism, exactly
+:class:`KNGQuantileRegression`            one θ ∈ Θ drawn by KNG (MCMC)        :mod:`.kng`
+:class:`ExponentialQuantileRegression`    one θ ∈ Θ drawn by the exponential   :mod:`.kng`
+                                          mechanism (MCMC)
+:class:`PrivateStandardScaler`            per-feature sums and sums of         :mod:`.preprocessing`
+                                          squares; the count (add/remove)
+:func:`count`, :func:`sum`, :func:`mean`  noisy counts, and sums of values     :mod:`.descriptive`
+                                          clipped to declared bounds
+:func:`variance`, :func:`histogram`       the same                             :mod:`.descriptive`
+:func:`quantile`                          a draw of KNG or the exponential     :mod:`.quantile`
+                                          mechanism per quantile
+:class:`PrivateEstimator`                 (the contract's base class)          :mod:`.base`
+========================================  ===================================  =====================
 
-Also: capeFM (:mod:`.cape`), noisy gradient descent (:mod:`.gradient`), objective and
-output perturbation (:mod:`.erm`) and private quantiles (:mod:`.quantile`) — each in an
-"as published" and a "calibrated" form where a paper publishes constants, every release
-charged as the event it really is (see ``shared/docs/SEED-NOTES.md``).
+Where a paper publishes constants, ``variant="published"`` reproduces them and charges
+their true cost; the default, ``"calibrated"``, solves the noise to meet (ε, δ) exactly.
+Gaussian FM for any loss of the margin, expanded by sympy, is
+:class:`.polynomial.FMPolynomialRegression` (imported from its module, which loads sympy).
 """
 
 from __future__ import annotations
@@ -68,9 +104,11 @@ __all__ = [
     "variance",
 ]
 
+
 __dir__ = namespace(
     __all__,
     "base",
+    "cape",
     "descriptive",
     "erm",
     "functional",
@@ -78,6 +116,7 @@ __dir__ = namespace(
     "irls",
     "kng",
     "linear",
+    "polynomial",
     "preprocessing",
     "quantile",
 )

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dpledger._validation import check_positive
-from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
+from dpledger.errors import DPLedgerError, InvalidArgumentError, InvalidArgumentTypeError
 from dpledger.mechanisms.exact_value import ExactValue
 
 __all__ = [
@@ -38,6 +38,10 @@ __all__ = [
 
 #: Rows per chunk for in-memory input (bounded memory for the per-chunk copies).
 CHUNK_ROWS = 1 << 16
+
+#: A public bound on the number of rows (int64 indexing): what a check that must not read
+#: the private count may assume, and the most a declared ``data_size`` may count.
+MAX_ROWS = 1 << 63
 
 Transform = Callable[[np.ndarray, np.ndarray | None], tuple[np.ndarray, np.ndarray | None]]
 
@@ -68,7 +72,13 @@ def _numeric_frame(data: Any, name: str) -> Any:
 
 
 def as_design(X: Any) -> Any:
-    """``X`` as a 2-D float array (numpy) or dask array; shape and type checked."""
+    """``X`` as a 2-D float array (numpy) or dask array; shape and type checked.
+
+    In-memory data goes through scikit-learn's ``check_array``: numbers (bool included) as
+    float64, 2-D, finite, at least one column — any number of rows: no rows is a data set
+    like any other (the column count is public, declared by the schema; under add/remove
+    the row count is not), and its statistics are zero sums.
+    """
     if is_dask(X):
         X = _numeric_frame(X, "X")
         if _is_frame(X):
@@ -80,44 +90,15 @@ def as_design(X: Any) -> Any:
         if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
             raise InvalidArgumentTypeError(f"`X` must be real numbers. Found dtype {X.dtype}.")
         return X.astype(float).rechunk({1: -1})
-    X = _numeric_frame(X, "X")
-    try:
-        array = np.asarray(X)
-    except (TypeError, ValueError) as error:
-        raise InvalidArgumentTypeError(f"`X` must be a numeric 2-D array. {error}") from None
-    if array.ndim != 2:
-        raise InvalidArgumentError(
-            f"`X` must be 2-D (rows × features); reshape a single feature with "
-            f"X.reshape(-1, 1). Found {array.ndim}-D with shape {array.shape}."
-        )
-    if np.iscomplexobj(array):
-        raise InvalidArgumentTypeError(f"`X` must be real. Found dtype {array.dtype}.")
-    if array.dtype == bool or not np.issubdtype(array.dtype, np.number):
-        try:
-            array = array.astype(float)
-        except (TypeError, ValueError):
-            raise InvalidArgumentTypeError(
-                f"`X` must be numeric. Found dtype {array.dtype}."
-            ) from None
-    if array.shape[1] == 0:
-        # the column count is public (declared by the data's schema); the row count is not
-        # (under add/remove it is private): no rows is a data set like any other, and its
-        # statistics are zero sums (a fit releases them with noise, as on one row)
-        raise InvalidArgumentError(
-            f"`X` must have at least one column (feature). Found shape {array.shape}."
-        )
-    array = array.astype(float, copy=False)
-    if not np.all(np.isfinite(array)):
-        bad = np.argwhere(~np.isfinite(array))[0]
-        raise InvalidArgumentError(
-            f"`X` must be finite; found {array[bad[0], bad[1]]!r} at row {bad[0]}, column "
-            f"{bad[1]}. Impute or drop missing values first."
-        )
-    return array
+    return _checked_array(_numeric_frame(X, "X"), "X")
 
 
 def as_target(y: Any, rows: int | None) -> Any:
-    """``y`` as a 1-D float array (numpy) or dask array, one value per row of ``X``."""
+    """``y`` as a 1-D float array (numpy) or dask array, one value per row of ``X``.
+
+    In-memory data goes through scikit-learn's ``check_array`` (numbers as float64, finite);
+    a single column (n, 1) is taken as 1-D.
+    """
     if is_dask(y):
         if _is_frame(y):
             _numeric_frame(y, "y")
@@ -129,28 +110,85 @@ def as_target(y: Any, rows: int | None) -> Any:
         if y.ndim != 1:
             raise InvalidArgumentError(f"`y` must be 1-D. Found shape {y.shape}.")
         return y.astype(float)
-    try:
-        array = np.asarray(y)
-    except (TypeError, ValueError) as error:
-        raise InvalidArgumentTypeError(f"`y` must be a numeric 1-D array. {error}") from None
+    array = _checked_array(y, "y")
     if array.ndim == 2 and array.shape[1] == 1:
         array = array[:, 0]
     if array.ndim != 1:
         raise InvalidArgumentError(f"`y` must be 1-D. Found shape {array.shape}.")
-    if np.iscomplexobj(array):
-        raise InvalidArgumentTypeError(f"`y` must be real. Found dtype {array.dtype}.")
-    try:
-        array = array.astype(float)
-    except (TypeError, ValueError):
-        raise InvalidArgumentTypeError(f"`y` must be numeric. Found dtype {array.dtype}.") from None
     if rows is not None and array.shape[0] != rows:
         raise InvalidArgumentError(
             f"`X` and `y` must have the same number of rows. Found {rows} and {array.shape[0]}."
         )
-    if not np.all(np.isfinite(array)):
-        at = int(np.argwhere(~np.isfinite(array))[0][0])
-        raise InvalidArgumentError(f"`y` must be finite; found {array[at]!r} at row {at}.")
     return array
+
+
+def _checked_array(data: Any, name: str) -> np.ndarray:
+    """``data`` through ``sklearn.utils.check_array``: float64, finite, ``X`` 2-D, ``y`` ≤ 2-D.
+
+    scikit-learn's refusal becomes a dpledger error naming ``name`` and saying what is wrong
+    (:func:`_refusal`) — never echoing the data, as scikit-learn's own message may.
+    """
+    from sklearn.utils import check_array
+
+    design = name == "X"
+    try:
+        array: np.ndarray = check_array(
+            data,
+            dtype=np.float64,
+            ensure_2d=design,
+            allow_nd=False,
+            ensure_min_samples=0,
+            ensure_min_features=1 if design else 0,
+            input_name=name,
+        )
+    except (TypeError, ValueError) as error:
+        raise _refusal(data, name, error) from None
+    return array
+
+
+def _refusal(data: Any, name: str, error: Exception) -> DPLedgerError:
+    """What is wrong with ``data`` (refused by ``check_array`` with ``error``), named."""
+    from scipy import sparse
+
+    design = name == "X"
+    if sparse.issparse(data):
+        return InvalidArgumentTypeError(
+            f"`{name}` must be dense (a numpy array or a pandas or dask object). Found a sparse "
+            f"{type(data).__name__}."
+        )
+    try:
+        array = np.asarray(data)
+    except (TypeError, ValueError) as reason:
+        return InvalidArgumentTypeError(f"`{name}` must be a numeric array. {reason}")
+    if np.iscomplexobj(array):
+        return InvalidArgumentTypeError(f"`{name}` must be real. Found dtype {array.dtype}.")
+    if design and array.ndim != 2:
+        return InvalidArgumentError(
+            f"`X` must be 2-D (rows × features); reshape a single feature with "
+            f"X.reshape(-1, 1). Found {array.ndim}-D with shape {array.shape}."
+        )
+    if not design and array.ndim > 2:
+        return InvalidArgumentError(f"`y` must be 1-D. Found shape {array.shape}.")
+    if design and array.shape[1] == 0:
+        return InvalidArgumentError(
+            f"`X` must have at least one column (feature). Found shape {array.shape}."
+        )
+    try:
+        values = array.astype(float)
+    except (TypeError, ValueError):
+        values = None
+    if values is not None and not np.all(np.isfinite(values)):
+        at = tuple(int(i) for i in np.argwhere(~np.isfinite(values))[0])
+        where = f"row {at[0]}" + (f", column {at[1]}" if len(at) == 2 else "")
+        hint = " Impute or drop missing values first." if design else ""
+        return InvalidArgumentError(
+            f"`{name}` must be finite; found {float(values[at])!r} at {where}.{hint}"
+        )
+    if values is None or array.dtype == object:
+        return InvalidArgumentTypeError(
+            f"`{name}` must be numeric. Found dtype {array.dtype} ({error})."
+        )
+    return InvalidArgumentError(f"`{name}` was refused: {error}")
 
 
 def row_chunks(X: np.ndarray, y: np.ndarray | None) -> Iterator[tuple[np.ndarray, Any]]:

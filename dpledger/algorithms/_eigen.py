@@ -57,10 +57,11 @@ Method (all in units of G: μ = λ_min(G), λ = μ·u, γ_G = γ/u; k = ⌊μ/γ
    d ≤ 48, to settle a straddled grid edge exactly): first Gershgorin's bound (exact,
    O(d²); tight for near-scalar matrices), then a binary search over the grid edges in
    [lo, hi] with a rigorous test "μ ≥ e?": for d ≤ 12 exactly (fraction-free Bareiss
-   elimination, :func:`_exact_psd`); otherwise a fixed-point symmetric elimination of
-   (G − τI)/δ in Python integers whose computed pivots are the *exact* pivots of a matrix
-   within ‖·‖₂ ≤ δ·d²/2 of it (:func:`_probe`), with δ = γ_G·2⁻²⁰/d²: each test answers
-   "μ > τ − η" or "μ ≤ τ + η", η ≤ γ_G·2⁻²⁰. O(d³) integer operations per test.
+   elimination, :func:`~._exact_linalg.exact_psd`); otherwise a fixed-point symmetric
+   elimination of (G − τI)/δ in Python integers whose computed pivots are the *exact*
+   pivots of a matrix within ‖·‖₂ ≤ δ·d²/2 of it (:func:`~._exact_linalg.probe`), with
+   δ = γ_G·2⁻²⁰/d²: each test answers "μ > τ − η" or "μ ≤ τ + η", η ≤ γ_G·2⁻²⁰. O(d³)
+   integer operations per test.
 
 Cost. Common case (4a certifies): one ``?syevr`` for 4 eigenpairs, one Cholesky and one
 matrix product in float64, O(d²) Python-integer operations (symmetry check, conversion, one
@@ -94,10 +95,21 @@ import math
 from fractions import Fraction
 from typing import Any
 
-import mpmath
 import numpy as np
 from scipy import linalg
 
+from dpledger.algorithms._exact_linalg import (
+    VECTOR_BITS,
+    exact_definite,
+    exact_psd,
+    gershgorin,
+    integer_vectors,
+    pencil_top,
+    probe,
+    rayleigh,
+    ritz_upper,
+    shifted,
+)
 from dpledger.errors import InvalidArgumentError
 
 __all__ = ["min_eigenvalue_steps"]
@@ -105,7 +117,6 @@ __all__ = ["min_eigenvalue_steps"]
 _U = Fraction(1, 2**53)  # unit roundoff of binary64, rounding to nearest
 _SLACK = Fraction(1, 2**1000)  # absolute error allowed per float operation (underflow)
 _FLOAT_BITS = 1000  # Ã = G·2⁻ᵖ; beyond 2¹⁰⁰⁰ the integers are shifted first
-_VECTOR_BITS = 62  # float eigenvectors rounded to integers of this many bits
 _EXACT_DIM = 12  # exact (Bareiss) tests at grid edges up to this d
 _CHEAP_PROBE_DIM = 48  # settle a straddled edge by probes while a probe costs ≲ 5 ms
 _PROBE_BITS = 20  # fuzz of a fixed-point probe: η ≤ γ·2⁻²⁰
@@ -314,10 +325,10 @@ class _Search:
         if estimate is None:
             return
         values, vectors = estimate
-        X = _integer_vectors(vectors[:, :1])
+        X = integer_vectors(vectors[:, :1])
         W = G.dot(X)
         self.first = (vectors[:, 0].copy(), X, W)
-        self.upper(_rayleigh(X[:, 0], W[:, 0]))
+        self.upper(rayleigh(X[:, 0], W[:, 0]))
         if self.decided():
             return
         bound = _cholesky_lower(A, error, float(values[0]), spread)
@@ -376,17 +387,17 @@ class _Search:
         if m == 1 and np.array_equal(self.first[0], vectors[:, 0]):
             X, W = self.first[1], self.first[2]
         else:
-            X = _integer_vectors(vectors[:, :m])
+            X = integer_vectors(vectors[:, :m])
             W = G.dot(X)  # exact
         P0 = X.T.dot(X)
         P1 = X.T.dot(W)
         P2 = W.T.dot(W)
         if m == 1:
-            self.upper(_rayleigh(X[:, 0], W[:, 0]))
+            self.upper(rayleigh(X[:, 0], W[:, 0]))
         else:
-            self.upper(_ritz_upper(P1, P0, self.digits()))
+            self.upper(ritz_upper(P1, P0, self.digits()))
         # β ≤ λ_{m+1}(A): Cholesky bound on A + σVVᵀ, V = X·2⁻⁶² (exact floats)
-        V = np.ldexp(X.astype(float), -_VECTOR_BITS)
+        V = np.ldexp(X.astype(float), -VECTOR_BITS)
         sigma = 2.0 ** math.ceil(math.log2(2.0 * rows + 1.0))
         outer = V @ V.T
         B = A + sigma * outer
@@ -416,17 +427,17 @@ class _Search:
         a, den = rho.numerator, rho.denominator
         P = P1 * den - P0 * a  # = P·den
         Q = P2 * den * den - P1 * (2 * a * den) + P0 * (a * a)  # = Q·den²
-        if not _exact_definite(-P):
+        if not exact_definite(-P):
             return
         if m == 1:
             self.lower(rho + Fraction(int(Q[0, 0]), int(P[0, 0]) * den))
             return
         # the pencil (P·den, Q·den²) has eigenvalues μ/den; test μ̄′ = μ̄/den on it:
         # μ̄Q − P ⪰ 0 ⟺ μ̄′·(Q·den²) − P·den ⪰ 0 ⟺ num·(Q·den²) − mden·(P·den) ⪰ 0
-        for mu in _pencil_top(P, Q, self.digits()):
+        for mu in pencil_top(P, Q, self.digits()):
             if mu >= 0:
                 return
-            if _exact_psd(Q * mu.numerator - P * mu.denominator):
+            if exact_psd(Q * mu.numerator - P * mu.denominator):
                 self.lower(rho + 1 / (mu * den))
                 return
 
@@ -451,7 +462,7 @@ class _Search:
         if self.hi is None:  # pragma: no cover - the diagonal bound always exists
             raise AssertionError("internal error: no upper bound")
         if self.lo is None or (not self.decided() and self.hi - self.lo >= self.step):
-            self.lower(_gershgorin(self.G))  # O(d²), tight for near-scalar matrices
+            self.lower(gershgorin(self.G))  # O(d²), tight for near-scalar matrices
         exact = d <= _EXACT_DIM
         optional = exact or d <= _CHEAP_PROBE_DIM
         q = -self.shift - _PROBE_BITS - 2 * d.bit_length()  # δ = 2^q ≤ γ_G·2⁻²⁰/d²
@@ -472,18 +483,18 @@ class _Search:
             first = False
             edge = m * self.step
             if exact:
-                if _exact_psd(_shifted(self.G, edge)):
+                if exact_psd(shifted(self.G, edge)):
                     self.lower(edge)
                 else:
                     self.cap = m - 1
                     self.upper(edge)
             elif m not in probed_above:
                 probed_above.add(m)
-                if _probe(self.G, edge + eta, q):
+                if probe(self.G, edge + eta, q):
                     self.lower(edge)
                 else:
                     self.upper(edge + 2 * eta)
-            elif _probe(self.G, edge - 2 * eta, q):
+            elif probe(self.G, edge - 2 * eta, q):
                 self.lower(edge - 3 * eta)
                 return m - 1  # lo > e − 3η, hi ≤ e + 2η: width < γ_G, ⌊lo/γ_G⌋ = m − 1
             else:
@@ -603,187 +614,3 @@ def _verified_shift(M: np.ndarray, c: float, gamma: float) -> Fraction | None:
     operations = 2 * d + 8
     bound: Fraction = _up(top, operations) + operations * d * _SLACK
     return bound
-
-
-# -- exact integer arithmetic -------------------------------------------------------------
-
-
-def _integer_vectors(vectors: np.ndarray) -> np.ndarray:
-    """Float vectors (|entries| ≤ 1) rounded to integers of ≤ 62 bits, as Python ints."""
-    rounded = np.rint(np.ldexp(vectors, _VECTOR_BITS))
-    return np.array([[int(v) for v in row] for row in rounded], dtype=object).reshape(vectors.shape)
-
-
-def _rayleigh(x: np.ndarray, w: np.ndarray) -> Fraction | None:
-    """xᵀGx / xᵀx exactly, given w = Gx (an upper bound on μ for any x ≠ 0)."""
-    norm = int(x.dot(x))
-    return None if norm == 0 else Fraction(int(x.dot(w)), norm)
-
-
-def _ritz_upper(P1: np.ndarray, P0: np.ndarray, digits: int) -> Fraction | None:
-    """The exact yᵀP1y / yᵀP0y for an integer y near the pencil's lowest eigenvector.
-
-    With P1 = XᵀGX and P0 = XᵀX this is the Rayleigh quotient of Xy: an upper bound on μ.
-    """
-    m = P0.shape[0]
-    with mpmath.workdps(digits):
-        reduced = _reduced(P1, P0)
-        if reduced is None:
-            return None
-        Linv, C = reduced
-        try:
-            values, vectors = mpmath.eigsy(C)
-        except (ZeroDivisionError, ValueError):
-            return None
-        lowest = min(range(m), key=lambda i: values[i])
-        y = Linv.T * vectors[:, lowest]
-        top = max(abs(y[i]) for i in range(m))
-        if top == 0:
-            return None
-        ints = [int(mpmath.nint(y[i] / top * 2**_VECTOR_BITS)) for i in range(m)]
-    vector = np.array(ints, dtype=object)
-    denominator = int(vector.dot(P0.dot(vector)))
-    if denominator <= 0:
-        return None
-    return Fraction(int(vector.dot(P1.dot(vector))), denominator)
-
-
-def _pencil_top(P: np.ndarray, Q: np.ndarray, digits: int) -> list[Fraction]:
-    """Candidates μ̄ just above the largest eigenvalue of the pencil (P, Q), Q ≻ 0."""
-    m = P.shape[0]
-    with mpmath.workdps(digits):
-        reduced = _reduced(P, Q)
-        if reduced is None:
-            return []
-        try:
-            values = mpmath.eigsy(reduced[1], eigvals_only=True)
-        except (ZeroDivisionError, ValueError):
-            return []
-        top = max(values[i] for i in range(m))
-        candidates = []
-        for slack in (digits - 10, digits - 16, digits - 24, 8):
-            relax = mpmath.mpf(10) ** -max(slack, 4)
-            candidates.append(_fraction(top + abs(top) * relax))  # above, toward 0
-    return candidates
-
-
-def _reduced(A: np.ndarray, B: np.ndarray) -> tuple[Any, Any] | None:
-    """(L⁻¹, L⁻¹AL⁻ᵀ) with B = LLᵀ, at mpmath's working precision; None if B is not PD."""
-    try:
-        Linv = mpmath.inverse(mpmath.cholesky(_mp_matrix(B)))
-    except (ZeroDivisionError, ValueError):
-        return None
-    return Linv, Linv * _mp_matrix(A) * Linv.T
-
-
-def _mp_matrix(M: np.ndarray) -> Any:
-    return mpmath.matrix([[mpmath.mpf(int(v)) for v in row] for row in M])
-
-
-def _fraction(value: Any) -> Fraction:
-    """A finite mpmath number as an exact Fraction (``man_exp`` drops the sign)."""
-    sign, mantissa, exponent, _ = mpmath.mpf(value)._mpf_
-    magnitude = Fraction(int(mantissa)) * Fraction(2) ** int(exponent)
-    return -magnitude if sign else magnitude
-
-
-def _shifted(G: np.ndarray, tau: Fraction) -> np.ndarray:
-    """(G − τI)·den(τ), an integer matrix with the same inertia as G − τI."""
-    den = tau.denominator
-    M = G * den
-    for i in range(G.shape[0]):
-        M[i, i] -= tau.numerator
-    return M
-
-
-def _gershgorin(G: np.ndarray) -> Fraction:
-    """min_i (Gᵢᵢ − Σ_{j≠i} |Gᵢⱼ|) ≤ μ (Gershgorin's disc theorem), exactly."""
-    d = G.shape[0]
-    return Fraction(min(G[i, i] - sum(abs(G[i, j]) for j in range(d) if j != i) for i in range(d)))
-
-
-def _exact_definite(M: np.ndarray) -> bool:
-    """M ≻ 0, exactly: every leading principal minor positive (Sylvester's criterion).
-
-    Fraction-free elimination (Bareiss 1968): the k-th pivot is the k-th leading minor, and
-    every division is exact (Sylvester's determinant identity).
-    """
-    M = M.copy()
-    n = M.shape[0]
-    previous = 1
-    for k in range(n):
-        pivot = M[k, k]
-        if pivot <= 0:
-            return False
-        if k + 1 < n:
-            column = M[k + 1 :, k]
-            M[k + 1 :, k + 1 :] = (
-                M[k + 1 :, k + 1 :] * pivot - np.multiply.outer(column, column)
-            ) // previous
-        previous = pivot
-    return True
-
-
-def _exact_psd(M: np.ndarray) -> bool:
-    """M ⪰ 0, exactly, for a symmetric integer matrix.
-
-    Symmetric fraction-free elimination with diagonal pivoting: a negative diagonal entry
-    refutes; a positive pivot p keeps PSD-ness both ways (M ⪰ 0 ⟺ its Schur complement
-    w.r.t. p is ⪰ 0); a matrix with zero diagonal is PSD only if it is zero. Entries are
-    the Bareiss minors det M[S∪{a}, S∪{b}] = det M[S,S]·(Schur complement), with
-    det M[S,S] > 0, so signs are preserved and each division is exact (Bareiss 1968).
-    """
-    M = M.copy()
-    previous = 1
-    while M.shape[0]:
-        n = M.shape[0]
-        diagonal = [M[i, i] for i in range(n)]
-        if min(diagonal) < 0:
-            return False
-        i = max(range(n), key=diagonal.__getitem__)
-        pivot = diagonal[i]
-        if pivot == 0:
-            return all(v == 0 for v in M.flat)
-        keep = [j for j in range(n) if j != i]
-        column = M[keep, i]
-        M = (M[np.ix_(keep, keep)] * pivot - np.multiply.outer(column, column)) // previous
-        previous = pivot
-    return True
-
-
-def _probe(G: np.ndarray, tau: Fraction, q: int) -> bool:
-    """A fuzzy exact test: True ⇒ μ > τ − η; False ⇒ μ ≤ τ + η; η = 2^q·⌈d²/2⌉.
-
-    ``tau`` must be a multiple of δ = 2^q. N = round(G/δ) − (τ/δ)I (integers; rounding to
-    nearest errs by ≤ ½ per entry when q > 0, by 0 otherwise), then symmetric Gaussian
-    elimination in integers, each Schur-complement update Nᵢⱼ −= ⌊NᵢₖNₖⱼ/Nₖₖ⌋ computed once
-    for i ≤ j. The rounding leaves an error Eᵏ ∈ [0, 1)ᵐˣᵐ, symmetric, in the trailing
-    block; adding a matrix to the trailing block adds it to the Schur complement, so by
-    induction (and the quotient property of Schur complements) the computed pivots are the
-    exact pivots of N + ΔN with ‖ΔN‖₂ ≤ d/2 + Σₖ(d − k − 1) ≤ d²/2 (‖Eᵏ‖₂ ≤ m for m×m).
-    All pivots > 0 ⟺ N + ΔN ≻ 0 (Sylvester), so λ_min(N) > −d²/2; a pivot ≤ 0 (or a
-    non-positive diagonal entry of a Schur complement) means N + ΔN is not positive
-    definite, so λ_min(N) ≤ d²/2. Multiply by δ.
-    """
-    d = G.shape[0]
-    scaled = tau / Fraction(2) ** q
-    if scaled.denominator != 1:  # pragma: no cover - callers pass multiples of δ
-        raise AssertionError("internal error: probe shift off the grid")
-    t = scaled.numerator
-    N = G * (1 << -q) if q <= 0 else (G + (1 << (q - 1))) >> q
-    rows = [N[i, i:].copy() for i in range(d)]
-    for row in rows:
-        row[0] -= t
-    for k in range(d):
-        head = rows[k]
-        pivot = head[0]
-        if pivot <= 0:
-            return False
-        tail = head[1:]
-        for i in range(1, d - k):
-            r = tail[i - 1]
-            if r:
-                rows[k + i] -= (tail[i - 1 :] * r) // pivot
-        if k + 1 < d and min(rows[j][0] for j in range(k + 1, d)) <= 0:
-            return False
-    return True

@@ -534,7 +534,7 @@ class _ObjectiveNoise(Mechanism):
         as_vector(value, self.dimension)
 
     def release(self, value: Any, rng: np.random.Generator | None = None) -> Any:
-        from dpledger.mechanisms._rng import resolve_rng
+        from dpledger._rng import resolve_rng
 
         generator = resolve_rng(rng)
         d = self.dimension

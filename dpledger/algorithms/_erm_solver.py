@@ -26,13 +26,9 @@ import numpy as np
 from scipy import linalg, special
 
 from dpledger._numerics import round_up
-from dpledger.errors import DPLedgerError
+from dpledger.errors import ConvergenceError
 
 __all__ = ["ConvergenceError"]
-
-
-class ConvergenceError(DPLedgerError, RuntimeError):
-    """The solver did not reach its gradient tolerance."""
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ the guarantee of exact sampling only (:data:`MCMC_LABEL` says so on the ledger).
 diagnostics (split R̂ and effective sample size, Gelman et al., *Bayesian Data Analysis*,
 3rd ed., §11.4–11.5; Geyer 1992) are computed from every draw: functions of the data
 outside the guarantee, for the data holder only (:class:`MCMCWarning`). The caps below are
-checked from public quantities before anything is charged (:func:`check_schedule`,
-:func:`check_work`).
+checked from public quantities before anything is charged (:data:`CHAINS`, :data:`STEPS`,
+:func:`check_steps`, :func:`check_work`).
 """
 
 from __future__ import annotations
@@ -18,24 +18,24 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from dpledger._validation import check_int_at_least
-from dpledger.errors import InvalidArgumentError
+from dpledger.algorithms._params import Integer
+from dpledger.errors import InvalidArgumentError, MCMCWarning
 from dpledger.mechanisms.knorm import uniform_in_ball
 
 __all__ = [
+    "CHAINS",
     "MAX_CHAINS",
     "MAX_MCMC_STEPS",
     "MAX_MCMC_WORK",
     "MCMC_LABEL",
+    "STEPS",
     "MCMCDiagnostics",
     "MCMCDraw",
     "MCMCWarning",
-    "check_cap",
-    "check_schedule",
+    "check_steps",
     "check_work",
     "effective_sample_size",
     "metropolis",
@@ -56,31 +56,19 @@ MAX_MCMC_WORK = 10**12
 MCMC_LABEL = "MCMC: approximate sampler; ε holds for exact sampling only"
 
 
-class MCMCWarning(UserWarning):
-    """The chains look unconverged (split R̂ > 1.01 or a small effective sample size)."""
+#: chains per fit: at least 2 (split R̂ compares chains), at most :data:`MAX_CHAINS`
+CHAINS = Integer(2, MAX_CHAINS, why="no hang")
+#: burn-in or kept steps per chain, at most :data:`MAX_MCMC_STEPS`
+STEPS = Integer(1, MAX_MCMC_STEPS, why="no hang")
 
 
-def check_cap(name: str, value: Any, cap: int) -> int:
-    """``value`` as an int in [1, ``cap``], or :class:`InvalidArgumentError` naming it."""
-    count = check_int_at_least(name, value, 1)
-    if count > cap:
-        raise InvalidArgumentError(f"`{name}` must be at most {cap} (no hang). Found {value!r}.")
-    return count
-
-
-def check_schedule(chains: Any, burn_in: Any, samples: Any) -> tuple[int, int, int]:
-    """(chains, burn_in, samples) within the caps: 2 to 64 chains, ≤ 10⁶ steps per chain."""
-    chains = check_cap("chains", chains, MAX_CHAINS)
-    if chains < 2:
-        raise InvalidArgumentError(f"`chains` must be at least 2 (for R̂). Found {chains}.")
-    burn_in = check_cap("burn_in", burn_in, MAX_MCMC_STEPS)
-    samples = check_cap("samples", samples, MAX_MCMC_STEPS)
+def check_steps(burn_in: int, samples: int) -> None:
+    """Refuse more than :data:`MAX_MCMC_STEPS` steps per chain (burn-in + kept), naming both."""
     if burn_in + samples > MAX_MCMC_STEPS:
         raise InvalidArgumentError(
             f"`burn_in` + `samples` must be at most {MAX_MCMC_STEPS} steps per chain (no "
             f"hang). Found {burn_in} + {samples}."
         )
-    return chains, burn_in, samples
 
 
 def check_work(

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from dpledger._rng import resolve_rng
 from dpledger._validation import check_choice
 from dpledger.accountant import events as ev
 from dpledger.algorithms._mcmc import MCMCDraw, metropolis
 from dpledger.errors import InvalidArgumentError
-from dpledger.mechanisms._rng import resolve_rng
 from dpledger.mechanisms.base import Mechanism, warn_floating_point
 from dpledger.mechanisms.knorm import NORMS
 

@@ -1,8 +1,14 @@
 """The estimator contract every private estimator in :mod:`dpledger.algorithms` follows.
 
 * **scikit-learn conventions**: ``__init__`` stores keyword-only parameters; ``fit``
-  validates, charges, releases and returns ``self``; fitted attributes end in ``_``;
-  ``clone``, ``Pipeline`` and ``cross_val_score`` work.
+  validates, charges, releases and returns ``self``; fitted attributes end in ``_`` and
+  are listed in the estimator's ``Attributes``; ``clone``, ``Pipeline`` and
+  ``cross_val_score`` work.
+* **Parameters declared once, checked once**: each estimator declares what every
+  ``__init__`` parameter may be in one class-level table, ``_parameter_constraints``
+  (:mod:`._params`; the shared ones here). :func:`fit_context` checks them all, and
+  refuses a spent one-fit budget, before ``fit`` reads any data — every refusal that
+  depends on public facts alone comes first — and ``fit`` reads the checked values.
 * **Budget**: ``epsilon``/``delta`` are the guarantee *this fit* must meet. With
   ``ledger=None`` the estimator has a budget for *one* fit: its first fit gets a
   ``Ledger(epsilon, delta)`` (kept as ``ledger_``) that *plans* the fit's whole schedule,
@@ -33,24 +39,33 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar, overload
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from dpledger._public import namespace
-from dpledger._validation import check_positive, check_probability
 from dpledger.accountant import events as ev
-from dpledger.errors import (
-    BudgetExceededError,
-    InvalidArgumentError,
-    InvalidArgumentTypeError,
-    RepeatedNoiseWarning,
+from dpledger.algorithms._params import (
+    Boolean,
+    Constraint,
+    Delta,
+    Epsilon,
+    IsLedger,
+    Options,
+    Parameters,
+    ParametersAsRead,
+    RandomState,
+    parameter_names,
+    validate_parameters,
 )
+from dpledger.errors import BudgetExceededError, InvalidArgumentError, RepeatedNoiseWarning
 from dpledger.ledger import Ledger, Reservation
 from dpledger.ledger.planning import noise_generator
 from dpledger.mechanisms.exact_value import ExactValue
@@ -61,8 +76,13 @@ __all__ = [
     "PrivateEstimator",
     "RepeatedNoiseWarning",
     "Reservation",
+    "fill_docstring",
+    "fit_context",
     "noise_generator",
     "one_fit_budget",
+    "store_parameters",
+    "symmetric_from_upper",
+    "upper",
 ]
 
 ADJACENCIES = (ev.ADD_REMOVE, ev.REPLACE_ONE)
@@ -188,90 +208,133 @@ def one_fit_budget(holder: Any) -> _Lineage:
         return lineage
 
 
-class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
-    """Base class: budget, ledger, variant and adjacency handling shared by estimators.
+_FITTING = threading.local()  # the parameters of the fits running in this thread
 
-    Subclasses define their parameters in ``__init__`` (keyword-only, stored as given by
-    :func:`store_parameters`); ``fit`` plans its schedule with :meth:`_reserve` (the one
-    planning path, :meth:`Ledger.reserve <dpledger.Ledger.reserve>`) and releases it with
-    :meth:`_release` (or the reservation's ``release``, step by step).
+
+def _fits_running() -> dict[int, Parameters]:
+    """id(estimator) → its checked parameters, for the fits running in this thread."""
+    running: dict[int, Parameters] | None = _FITTING.__dict__.get("running")
+    if running is None:
+        running = _FITTING.__dict__["running"] = {}
+    return running
+
+
+_E = TypeVar("_E", bound="PrivateEstimator")
+_P = ParamSpec("_P")
+
+
+def fit_context(fit: Callable[Concatenate[_E, _P], _T]) -> Callable[Concatenate[_E, _P], _T]:
+    """Decorate an estimator's ``fit``: check the parameters, and the budget, before it runs.
+
+    scikit-learn's ``_fit_context`` for dpledger. Before the decorated ``fit`` reads any
+    data, every parameter is checked against the estimator's ``_parameter_constraints``
+    and its ``_check_parameters`` (:meth:`PrivateEstimator._validate_params`), and with
+    ``ledger=None`` a spent one-fit budget is refused (:func:`one_fit_budget`): every
+    refusal that depends on public facts alone comes first, so a refused fit — a fold of
+    a cross-validation — reads no data. ``fit`` then reads the checked values as
+    ``self._params`` (for this fit, in this thread).
     """
 
-    epsilon: Any
-    delta: Any
-    ledger: Any
-    adjacency: Any
-    variant: Any
-    rng: Any
+    @functools.wraps(fit)
+    def checked_fit(self: _E, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        with self._checked_parameters() as params:
+            if params.ledger is None:
+                budget = (params.epsilon, params.delta)
+                one_fit_budget(self).refuse(type(self).__name__, budget)
+            return fit(self, *args, **kwargs)
+
+    return checked_fit
+
+
+class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
+    """Base class: parameter checks, budget, ledger and receipts shared by the estimators.
+
+    Subclasses define their parameters in ``__init__`` (keyword-only, stored as given by
+    :func:`store_parameters`) and declare what each may be in ``_parameter_constraints``
+    (the shared ones here, extended by each class); ``fit`` is decorated with
+    :func:`fit_context`, reads the checked values as ``self._params``, plans its schedule
+    with :meth:`_reserve` (the one planning path, :meth:`Ledger.reserve
+    <dpledger.Ledger.reserve>`) and releases it with :meth:`_release` (or the
+    reservation's ``release``, step by step).
+    """
+
+    #: parameter → :class:`~._params.Constraint`, checked at the start of every fit
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "epsilon": Epsilon(),
+        "delta": Delta(),
+        "adjacency": Options(ADJACENCIES, why="declared, never assumed"),
+        "variant": Options(VARIANTS),
+        "ledger": IsLedger(),
+        "safe_noise": Boolean(),
+        "rng": RandomState(),
+    }
+
+    #: the values of shared parameters an estimator does not expose (it supports only
+    #: these), read from ``self._params`` like the checked ones
+    _fixed_parameters: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in vars(cls):  # a parameter without a constraint is a programming error
+            names = parameter_names(cls)
+            missing = [n for n in names if n not in cls._parameter_constraints]
+            exposed = [n for n in names if n in cls._fixed_parameters]
+            if missing or exposed:
+                raise TypeError(
+                    f"{cls.__name__}: no constraint for {missing}; fixed yet exposed: {exposed}."
+                )
 
     # -- parameter checks (at fit time: __init__ only stores) --------------------------
 
-    def _budget(self) -> tuple[float, float]:
-        if self.epsilon is None:
-            raise InvalidArgumentError(
-                f"{type(self).__name__} needs `epsilon`, the guarantee this fit must meet. "
-                "Found None."
-            )
-        epsilon = check_positive("epsilon", self.epsilon)  # refuses ∞ too
-        if self.delta is None:
-            raise InvalidArgumentError(
-                f"{type(self).__name__} needs `delta` (0 for pure DP where the method allows "
-                "it). Found None."
-            )
-        delta = check_probability("delta", self.delta, high_open=True)
-        return epsilon, delta
+    def _validate_params(self) -> Parameters:
+        """Every parameter checked, in the order of ``__init__``'s signature; nothing else read.
 
-    def _adjacency(self) -> str:
-        if self.adjacency not in ADJACENCIES:
+        Each against its entry of ``_parameter_constraints``, then together by
+        :meth:`_check_parameters`. Returns the checked (converted) values, with the
+        ``_fixed_parameters``.
+        """
+        owner = type(self).__name__
+        values = {name: getattr(self, name) for name in parameter_names(type(self))}
+        checked = validate_parameters(self._parameter_constraints, values, owner)
+        params = Parameters({**self._fixed_parameters, **checked})
+        self._check_parameters(params)
+        return params
+
+    def _check_parameters(self, params: Parameters) -> None:
+        """Checks relating several parameters (each alone is checked by its constraint)."""
+        ledger = params.ledger
+        if ledger is not None and ledger.adjacency != params.adjacency:
             raise InvalidArgumentError(
-                f"`adjacency` must be one of {', '.join(map(repr, ADJACENCIES))} (declared, "
-                f"never assumed). Found {self.adjacency!r}."
-            )
-        ledger = self._shared_ledger()
-        if ledger is not None and ledger.adjacency != self.adjacency:
-            raise InvalidArgumentError(
-                f"`adjacency` {self.adjacency!r} differs from the ledger's "
+                f"`adjacency` {params.adjacency!r} differs from the ledger's "
                 f"{ledger.adjacency!r}: the sensitivities must match the ledger's neighbours."
             )
-        return str(self.adjacency)
 
-    def _variant(self) -> str:
-        if self.variant not in VARIANTS:
-            raise InvalidArgumentError(
-                f"`variant` must be one of {', '.join(map(repr, VARIANTS))}. Found "
-                f"{self.variant!r}."
-            )
-        return str(self.variant)
+    @contextlib.contextmanager
+    def _checked_parameters(self) -> Iterator[Parameters]:
+        """The checked parameters, readable as ``self._params`` within the ``with`` block."""
+        params = self._validate_params()
+        running = _fits_running()
+        outer = running.get(id(self))
+        running[id(self)] = params
+        try:
+            yield params
+        finally:
+            if outer is None:
+                del running[id(self)]
+            else:
+                running[id(self)] = outer
 
-    def _fit_ledger(self) -> Ledger | None:
-        """The shared ledger of a fit, or None — refused early if the one-fit budget is used.
+    @property
+    def _params(self) -> Parameters:
+        """The checked parameters: those of the fit running on this estimator (in this thread).
 
-        The refusal (:class:`BudgetExceededError`) depends only on whether this estimator
-        or a copy of it has fitted with ``ledger=None`` before; :meth:`_open_ledger`
-        claims the budget atomically later. Checked first, so a refused fold of a
-        cross-validation reads no data.
+        Outside a fit (a private helper called on its own), each parameter is checked by
+        its constraint as it is read (:class:`~._params.ParametersAsRead`).
         """
-        ledger = self._shared_ledger()
-        if ledger is None:
-            one_fit_budget(self).refuse(type(self).__name__, self._budget())
-        return ledger
-
-    def _shared_ledger(self) -> Ledger | None:
-        ledger = self.ledger
-        if ledger is not None and not isinstance(ledger, Ledger):
-            raise InvalidArgumentTypeError(
-                f"`ledger` must be a dpledger.Ledger or None. Found {type(ledger).__name__}."
-            )
-        return ledger
-
-    @staticmethod
-    def _bound(name: str, value: Any) -> float:
-        if value is None:
-            raise InvalidArgumentError(
-                f"`{name}` must be declared: bounds are never estimated from the data (that "
-                "would leak it). Found None."
-            )
-        return check_positive(name, value)  # refuses ∞ too
+        params = _fits_running().get(id(self))
+        if params is None:
+            return ParametersAsRead(self, self._parameter_constraints, self._fixed_parameters)
+        return params
 
     def _fitted_input(self, X: Any, attribute: str) -> Any:
         """``X`` for predict/transform: fitted first, validated, with fit's feature count.
@@ -310,16 +373,16 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         is refused). With one: calibrated for (ε, δ) in that ledger's currency and checked
         against it when it opens. Nothing is recorded until :meth:`_release`.
         """
-        epsilon, delta = self._budget()
+        params = self._params
+        epsilon, delta, safe = params.epsilon, params.delta, params.safe_noise
         name = type(self).__name__
-        safe = bool(getattr(self, "safe_noise", False))
         if ledger is not None:
             return ledger.reserve(
-                schedule, epsilon=epsilon, delta=delta, initial=initial, rng=self.rng, safe=safe
+                schedule, epsilon=epsilon, delta=delta, initial=initial, rng=params.rng, safe=safe
             )
-        own = Ledger(epsilon, delta, adjacency=self._adjacency())
+        own = Ledger(epsilon, delta, adjacency=params.adjacency)
         reservation = own.reserve(
-            schedule, plan=True, initial=initial, rng=self.rng, label=f"{name}.fit", safe=safe
+            schedule, plan=True, initial=initial, rng=params.rng, label=f"{name}.fit", safe=safe
         )
 
         def claim(open_now: Callable[[], None]) -> None:
@@ -366,7 +429,7 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         one_fit_budget(self)
         state = dict(super().__getstate__())
         fitted = state.get("ledger_")
-        if fitted is not None and state.get("_own_ledger") and fitted._store is None:
+        if fitted is not None and state.get("_own_ledger") and fitted.path is None:
             planned = fitted.planned_remaining
             if planned is not None and not planned:
                 # this fit's own ledger: its plan, all of it spent — kept as a record
@@ -379,6 +442,18 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         if isinstance(record, _LedgerRecord):
             state = {**state, "ledger_": record.restore()}
         super().__setstate__(state)
+
+
+def fill_docstring(cls: type, **parts: str) -> None:
+    """Put ``parts`` into ``cls``'s docstring at its placeholders ``{name}``.
+
+    For estimators that share many parameters or fitted attributes: each shared
+    description is written once (with the indentation of the lines it continues).
+    """
+    doc = cls.__doc__ or ""
+    for name, text in parts.items():
+        doc = doc.replace("{" + name + "}", text)
+    cls.__doc__ = doc
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ S_H/(S + 1)):
 c = 2S/(S+1) without colluders, 15/8 at S = 5 with one; it grows with S_C (a larger
 coalition sees more) towards 5/2. (An earlier reconstruction from the theorem's proof,
 which left the colluders' own ê_c out of the view, *fell* with S_C: 1.32 at S = 5, S_C = 1,
-under-charging by a factor 1.42 in μ²; helper-28's review, confirmed by a Monte Carlo of
+under-charging by a factor 1.42 in μ²; found in review and confirmed by a Monte Carlo of
 the protocol.) Each site's ledger is charged that Gaussian —
 ``Gaussian(p/√c, S)``, one event for both orders, exact for every ε. The paper's own (ε, δ) —
 δ = 2σ_z/(ε − μ_z)·φ((ε − μ_z)/σ_z), μ_z = μ²/2, σ_z = √(2μ_z) — is a looser upper bound
@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
@@ -56,14 +56,28 @@ from dpledger._numerics import round_up
 from dpledger._public import namespace
 from dpledger._validation import check_int_at_least
 from dpledger.accountant import events as ev
+from dpledger.algorithms._linear_base import data_units, solve_ridge
+from dpledger.algorithms._params import (
+    Boolean,
+    Bound,
+    Constraint,
+    Delta,
+    Epsilon,
+    Integer,
+    Options,
+    OrNone,
+    Parameters,
+    RandomState,
+    parameter_names,
+    validate_parameters,
+)
 from dpledger.algorithms.base import (
-    PrivateEstimator,
+    ADJACENCIES,
     one_fit_budget,
     symmetric_from_upper,
     upper,
 )
 from dpledger.algorithms.functional import FMLinearRegression, FMLogisticRegression
-from dpledger.algorithms.linear import _data_units, solve_ridge
 from dpledger.errors import InvalidArgumentError
 from dpledger.ledger import Ledger
 from dpledger.mechanisms.base import FloatingPointWarning
@@ -113,7 +127,36 @@ class CapeFM:
     Each site's budget (ε, δ) is for one fit: a second ``fit`` of this object, or of a
     ``copy.deepcopy`` of it, is refused (:class:`~dpledger.errors.BudgetExceededError`),
     and a pickled copy has no budget. Construct a new ``CapeFM`` for a new budget.
+
+    Attributes:
+        coef_: The coefficients of w, fitted on the aggregated releases, in data units.
+        intercept_: The intercept (0.0 without ``fit_intercept``).
+        n_features_in_: The number of features (columns) of every site's ``X``.
+        releases_: The events charged to each site's ledger, in order (one Gaussian).
+        site_ledgers_: Each site's own ledger, planned for its one release and charged.
+        site_releases_: What each site sent: its C₁ and C₂ (upper triangle) with noise.
+        tau_: (τ₁, τ₂), the pooled noise of C₁ and of C₂'s upper triangle.
+        cape_factor_: c(S, S_C) (1 for the conventional scheme).
+        colluders_: S_C, the colluding sites assumed.
+        site_mu_: The μ of the Gaussian each site is charged (its exact guarantee).
+        site_epsilon_: Each site's ε at ``delta`` (from ``site_mu_``).
+        aggregate_epsilon_: The ε at ``delta`` against one who sees only the aggregate.
+        aggregate_noise_variance_: The variance of the aggregate's noise on C₁.
+        paper_delta_: The CAPE theorem's δ where it holds (μ_z < ε < 1), else None.
     """
+
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "epsilon": Epsilon(),
+        "delta": Delta(gaussian=True),
+        "x_bound": Bound(),
+        "y_bound": OrNone(Bound()),  # the linear loss's only
+        "adjacency": Options(ADJACENCIES, why="declared, never assumed"),
+        "loss": Options(("linear", "logistic")),
+        "scheme": Options(("cape", "conventional")),
+        "colluders": OrNone(Integer(0)),
+        "fit_intercept": Boolean(),
+        "rng": RandomState(),
+    }
 
     def __init__(
         self,
@@ -141,62 +184,45 @@ class CapeFM:
         self.rng = rng
         one_fit_budget(self)  # one fit: the site ledgers are never opened twice (nor by a copy)
 
-    def _site_model(self, epsilon: float, delta: float) -> Any:
-        if self.loss == "logistic":
-            return FMLogisticRegression(
-                epsilon=epsilon,
-                delta=delta,
-                x_bound=self.x_bound,
-                adjacency=self.adjacency,
-                fit_intercept=self.fit_intercept,
-            )
-        if self.loss != "linear":
-            raise InvalidArgumentError(
-                f"`loss` must be 'linear' or 'logistic'. Found {self.loss!r}."
-            )
-        return FMLinearRegression(
-            epsilon=epsilon,
-            delta=delta,
-            x_bound=self.x_bound,
-            y_bound=self.y_bound,
-            adjacency=self.adjacency,
-            fit_intercept=self.fit_intercept,
-        )
+    def _validate_params(self) -> Parameters:
+        """Every parameter checked (as an estimator's are), before any site's data is read."""
+        values = {name: getattr(self, name) for name in parameter_names(type(self))}
+        params = validate_parameters(self._parameter_constraints, values, "CapeFM")
+        if params.loss == "linear" and params.y_bound is None:
+            Bound().check("y_bound", None, "CapeFM")  # the linear loss needs it declared
+        return params
+
+    def _site_model(self, params: Parameters) -> FMLinearRegression | FMLogisticRegression:
+        """Gaussian FM on one site's rows: its coefficients and sensitivities."""
+        shared = {
+            "epsilon": params.epsilon,
+            "delta": params.delta,
+            "x_bound": params.x_bound,
+            "adjacency": params.adjacency,
+            "fit_intercept": params.fit_intercept,
+        }
+        if params.loss == "logistic":
+            return FMLogisticRegression(**shared)
+        return FMLinearRegression(y_bound=params.y_bound, **shared)
 
     def fit(self, sites: Any) -> CapeFM:
         """Simulate the protocol over ``sites`` (a list of (X, y)) and estimate w."""
-        if self.scheme not in ("cape", "conventional"):
-            raise InvalidArgumentError(
-                f"`scheme` must be 'cape' or 'conventional'. Found {self.scheme!r}."
-            )
+        params = self._validate_params()
+        epsilon, delta, adjacency = params.epsilon, params.delta, params.adjacency
+        lineage = one_fit_budget(self)
+        # public: this object has fitted before (refused before any data is read)
+        lineage.refuse("CapeFM", (epsilon, delta), has_ledger=False)
         if isinstance(sites, (str, bytes)) or not hasattr(sites, "__len__") or len(sites) < 2:
             raise InvalidArgumentError("`sites` must be a list of at least two (X, y) pairs.")
         count = len(sites)
-        colluders = max_colluders(count) if self.colluders is None else self.colluders
-        factor = cape_factor(count, colluders) if self.scheme == "cape" else 1.0
-        probe = self._site_model(self.epsilon, self.delta)
-        epsilon, delta = probe._budget()
-        adjacency = probe._adjacency()
-        if delta == 0:
-            raise InvalidArgumentError("capeFM adds Gaussian noise: `delta` must be > 0.")
-        lineage = one_fit_budget(self)
-        lineage.refuse(
-            "CapeFM", (epsilon, delta), has_ledger=False
-        )  # public: this object has fitted before
-        arrays = []
-        for k, pair in enumerate(sites):
-            try:
-                X, y = pair
-            except (TypeError, ValueError):
-                raise InvalidArgumentError(f"`sites[{k}]` must be an (X, y) pair.") from None
-            _, c1, c2, features = self._site_model(epsilon, delta)._coefficients(X, y)
-            # float noise (below): the exact sums are rounded once, to the nearest float
-            arrays.append((np.asarray(c1), upper(np.asarray(c2)), features))
-        if len({a[2] for a in arrays}) != 1:
-            raise InvalidArgumentError("every site must have the same features.")
-        d = arrays[0][0].size
-        true = probe._sensitivities(d, adjacency)
-        a1, a2, sensitivity = probe._noise_shape(d, adjacency, true)
+        colluders = max_colluders(count) if params.colluders is None else params.colluders
+        factor = cape_factor(count, colluders) if params.scheme == "cape" else 1.0
+        model = self._site_model(params)
+        with model._checked_parameters():
+            arrays = _site_arrays(model, sites)
+            d = arrays[0][0].size
+            true = model._sensitivities(d, adjacency)
+            a1, a2, sensitivity = model._noise_shape(d, adjacency, true)
         # one site's exact view: its noise on (C₁/a₁, C₂/a₂) is p/√c per entry, so
         # μ = √c·S/p (S the whitened sensitivity of pooled Gaussian FM): solve μ
         from dpledger.calibrate import gaussian_sigma
@@ -207,18 +233,19 @@ class CapeFM:
 
         # one per-site ledger each, planning the site's release; the noise is drawn
         # jointly across sites (correlated), from the first site's generator
-        sites = [
+        scheme = params.scheme
+        reservations = [
             Ledger(epsilon, delta, adjacency=adjacency).reserve(
                 site_events,
                 plan=True,
-                rng=self.rng if s == 0 else None,
-                label=f"capeFM ({self.scheme}) site release",
+                rng=params.rng if s == 0 else None,
+                label=f"capeFM ({scheme}) site release",
             )
             for s in range(count)
         ]
 
         def open_sites() -> list[Ledger]:
-            return [site.open().ledger for site in sites]
+            return [site.open().ledger for site in reservations]
 
         ledgers = lineage.claim("CapeFM", (epsilon, delta), open_sites, has_ledger=False)
         warnings.warn(
@@ -227,16 +254,16 @@ class CapeFM:
             FloatingPointWarning,
             stacklevel=2,
         )
-        generator = sites[0].generator
+        generator = reservations[0].generator
         assert generator is not None
         sums = [np.zeros(d), np.zeros(arrays[0][1].size)]
         self.site_releases_ = []
-        for site in sites:  # charge every site before any noise is drawn
+        for site in reservations:  # charge every site before any noise is drawn
             for _ in site_events:
-                site.charge(label=f"capeFM site release ({self.scheme})")
+                site.charge(label=f"capeFM site release ({scheme})")
         for order, tau in ((0, tau1), (1, tau2)):
             size = sums[order].size
-            if self.scheme == "cape":
+            if scheme == "cape":
                 raw = generator.normal(0.0, tau, size=(count, size))
                 zero_sum = raw - raw.mean(axis=0)  # e = ê − mean(ê): Σₛ eₛ = 0
                 local = generator.normal(0.0, tau / math.sqrt(count), size=(count, size))
@@ -248,11 +275,14 @@ class CapeFM:
             sums[order] = np.sum(released, axis=0)
         c1, c2 = sums[0], symmetric_from_upper(sums[1], d)
         theta = solve_ridge(c2, -0.5 * c1, 0.0)
-        # the linear loss is fitted in units of y_bound (validated by the probe above)
-        scale = 1.0 if self.loss == "logistic" else PrivateEstimator._bound("y_bound", self.y_bound)
-        self.coef_, self.intercept_ = _data_units(
-            theta, arrays[0][2], float(self.x_bound), scale, bool(self.fit_intercept)
+        # the linear loss is fitted in units of y_bound
+        scale = 1.0 if params.loss == "logistic" else params.y_bound
+        features = arrays[0][2]
+        self.coef_, self.intercept_ = data_units(
+            theta, features, params.x_bound, scale, params.fit_intercept
         )
+        self.n_features_in_ = features
+        self.releases_ = list(site_events)
         self.site_ledgers_ = ledgers
         self.tau_ = (tau1, tau2)
         self.cape_factor_ = factor
@@ -263,15 +293,33 @@ class CapeFM:
         from dpledger.accountant import gdp_epsilon
 
         self.site_epsilon_ = gdp_epsilon(delta, mu_site)
-        noise_scale = 1.0 if self.scheme == "cape" else math.sqrt(count)
+        noise_scale = 1.0 if scheme == "cape" else math.sqrt(count)
         self.aggregate_epsilon_ = gdp_epsilon(delta, pooled / noise_scale * 1.0)
-        self.aggregate_noise_variance_ = tau1**2 * (1 if self.scheme == "cape" else count)
-        self.paper_delta_ = _paper_delta(epsilon, mu_site) if self.scheme == "cape" else None
+        self.aggregate_noise_variance_ = tau1**2 * (1 if scheme == "cape" else count)
+        self.paper_delta_ = _paper_delta(epsilon, mu_site) if scheme == "cape" else None
         return self
 
     def predict(self, X: Any) -> np.ndarray:
         """x·coef_ + intercept_ (the margin; logistic: the log-odds)."""
         return np.asarray(np.asarray(X, dtype=float) @ self.coef_ + self.intercept_)
+
+
+def _site_arrays(
+    model: FMLinearRegression | FMLogisticRegression, sites: Any
+) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """(C₁, C₂'s upper triangle, features) of each site, as floats; the same features."""
+    arrays = []
+    for k, pair in enumerate(sites):
+        try:
+            X, y = pair
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"`sites[{k}]` must be an (X, y) pair.") from None
+        _, c1, c2, features = model._coefficients(X, y)
+        # float noise (below): the exact sums are rounded once, to the nearest float
+        arrays.append((np.asarray(c1), upper(np.asarray(c2)), features))
+    if len({a[2] for a in arrays}) != 1:
+        raise InvalidArgumentError("every site must have the same features.")
+    return arrays
 
 
 def _paper_delta(epsilon: float, mu: float) -> float | None:

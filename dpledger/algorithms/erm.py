@@ -17,45 +17,36 @@ c·R²; K-norm noise, Hardt & Talwar 2010, or Gaussian noise after Kifer, Smith 
 (Iyengar et al. 2019, Alg. 1). **Output perturbation** (CMS 2011, Alg. 1 and Cor. 8)
 releases the minimiser plus noise for the sensitivity k·a·R/(Nλ) + 2·tol/λ.
 
-This module holds the estimators; the privacy arithmetic is in ``_erm_privacy``, the
-certified solver in ``_erm_solver``, and the row weights (the private row count decides
-nothing observable, issue 31) with the solver's public floor and step count in
-``_erm_bounds``. The proofs are in docs/erm.md. All noise here is floating point: the
-releases carry Mironov's 2012 caveat.
+This module holds the estimators; their shared base (rows, loss, the solver's settings)
+is in ``_erm_base``, the privacy arithmetic in ``_erm_privacy``, the certified solver in
+``_erm_solver``, and the row weights (the private row count decides nothing observable,
+issue 31) with the solver's public floor and step count in ``_erm_bounds``. The proofs
+are in docs/erm.md. All noise here is floating point: the releases carry Mironov's 2012
+caveat.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import ClassifierMixin, RegressorMixin
 
 from dpledger._numerics import div_up, round_up, sum_up
 from dpledger._public import namespace
-from dpledger._validation import check_choice, check_int_at_least, check_probability
 from dpledger.accountant import events as ev
-from dpledger.algorithms import _data
+from dpledger.algorithms._erm_base import MARGIN_LOSS, Noise, RegularizedERM
 from dpledger.algorithms._erm_bounds import (
-    _STEP_CAP,
-    _gradient_steps,
-    _row_weight,
-    _smoothness,
     _solver_floor,
     _tolerance,
-    _weight_cap,
-    _weight_factor,
     _weight_ratio,
     _weight_spread,
 )
 from dpledger.algorithms._erm_privacy import (
     _MARGIN,
-    NOISES,
     PURE_NOISES,
     PerturbationPlan,
-    _finite_positive,
     _k,
     _ObjectiveNoise,
     _weighted_gaussian_sigma,
@@ -65,9 +56,10 @@ from dpledger.algorithms._erm_privacy import (
 from dpledger.algorithms._erm_privacy import (
     _logistic_joint as _logistic_joint,  # re-exported: tests check the joint bound here
 )
-from dpledger.algorithms._erm_solver import ConvergenceError, _Loss, _minimise
-from dpledger.algorithms.base import PrivateEstimator, store_parameters
-from dpledger.algorithms.linear import BinaryClassifierOutputs, _scale_rows, _shrink_rows
+from dpledger.algorithms._erm_solver import ConvergenceError, _minimise
+from dpledger.algorithms._linear_base import BinaryClassifierMixin, LinearRegressorMixin
+from dpledger.algorithms._params import Bound, Constraint, OrNone, Parameters, Probability
+from dpledger.algorithms.base import fill_docstring, fit_context, store_parameters
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, KNorm
 
@@ -83,237 +75,36 @@ __all__ = [
 ]
 
 
-def _clip_l1(Xs: np.ndarray, limit: float) -> None:
-    """Scale down, in place, the rows whose ℓ₁ norm may exceed ``limit``.
+class _Objective(RegularizedERM):
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **RegularizedERM._parameter_constraints,
+        "solver_share": Probability(low_open=True, high_open=True),
+        "jacobian_share": Probability(low_open=True, high_open=True),
+        "x_l1_bound": OrNone(Bound()),
+    }
+    #: b and Z are floating-point noise here (K-norm, Laplace or Gaussian)
+    _fixed_parameters: ClassVar[dict[str, Any]] = {"safe_noise": False}
 
-    The shared clip (:func:`~.linear._shrink_rows`): every row's *exact* ℓ₁ norm is ≤
-    ``limit`` afterwards, whatever the number of columns.
-    """
-    _shrink_rows(Xs, limit, "l1")
-
-
-def _rows(X: Any) -> Any:
-    """``X`` as :func:`_data.as_design` checks it, except that zero rows are accepted.
-
-    Under add/remove the empty data set is a neighbour of every one-row data set, so it
-    must give the same control flow: it is fitted from zero statistics (the minimiser of
-    the regulariser and the noise alone). Its columns must still be declared, (0, d).
-    """
-    shape = getattr(X, "shape", None)
-    if shape is None or len(shape) != 2 or shape[0] != 0 or _data.is_dask(X):
-        return _data.as_design(X)
-    try:
-        raw = np.asarray(X)
-        array = None if np.iscomplexobj(raw) else raw.astype(float)
-    except (TypeError, ValueError):
-        array = None
-    if array is None or shape[1] == 0:
-        return _data.as_design(X)  # its own message: not numeric, or no columns
-    return array
-
-
-class _ERM(PrivateEstimator):
-    """Rows, loss and solver shared by objective and output perturbation."""
-
-    loss: Any
-    huber_width: Any
-    huber_threshold: Any
-    l2_regularization: Any
-    x_bound: Any
-    fit_intercept: Any
-    intercept_scaling: Any
-    noise: Any
-    data_size: Any
-    tol: Any
-    max_iter: Any
-    classifier = False
-    #: The noises this release accepts.
-    noises: tuple[str, ...] = NOISES
-
-    def _loss(self) -> _Loss:
-        if self.classifier:
-            name = check_choice("loss", self.loss, ("logistic", "huber"))
-            if name == "logistic":
-                return _Loss("logistic", 1.0, 0.25)
-            h = _finite_positive("huber_width", self.huber_width)
-            return _Loss("huber_svm", 1.0, 1.0 / (2.0 * h), h)
-        if self.loss in ("squared", "squared_error", "linear"):
-            raise InvalidArgumentError(
-                f"`loss` {self.loss!r} violates objective perturbation's conditions: squared "
-                "error has an unbounded gradient (|φ′| must be bounded). Use loss='huber' with "
-                "`huber_threshold` κ ≥ the residuals you expect (least squares within κ)."
-            )
-        check_choice("loss", self.loss, ("huber",))
-        kappa = _finite_positive("huber_threshold", self.huber_threshold)
-        return _Loss("huber", kappa, 1.0, kappa)
-
-    def _geometry(self) -> tuple[float, float]:
-        """(x_bound B, intercept column value s): R² = B² + s²."""
-        bound = self._bound("x_bound", self.x_bound)
-        s = 0.0
-        if self.fit_intercept:
-            s = _finite_positive("intercept_scaling", self.intercept_scaling)
-        return bound, s
-
-    def _l1_bound(self, noise: str) -> float | None:
-        """The declared ℓ₁ bound on the rows: required by, and only by, ℓ₁ noise."""
-        value = getattr(self, "x_l1_bound", None)
-        if noise != "l1_laplace":
+    def _check_parameters(self, params: Parameters) -> None:
+        super()._check_parameters(params)
+        # the declared ℓ₁ bound on the rows: required by, and only by, ℓ₁ noise
+        value = params.x_l1_bound
+        if params.noise != "l1_laplace":
             if value is not None:
                 raise InvalidArgumentError(
-                    f"`x_l1_bound` is used by noise='l1_laplace' only (noise={noise!r}): "
+                    f"`x_l1_bound` is used by noise='l1_laplace' only (noise={params.noise!r}): "
                     f"drop it or choose that noise. Found {value!r}."
                 )
-            return None
-        return self._bound("x_l1_bound", value)
-
-    def _design(
-        self, X: Any, y: Any, l1_bound: float | None = None
-    ) -> tuple[np.ndarray, np.ndarray, float, float, float | None]:
-        """Scaled rows (‖x̃‖ ≤ R̃ = R/B), targets, the public N, R̃ and R̃₁ (ℓ₁, if declared).
-
-        With an ℓ₁ bound B₁ each row is also clipped (scaled down) to ‖x‖₁ ≤ B₁ — a
-        record-local map, like the ℓ₂ clip — and R̃₁ = B₁/B + s/B, raised by the
-        rounding error of the computed ℓ₁ norms.
-        """
-        bound, s = self._geometry()
-        Xd = _rows(X)
-        if _data.is_dask(Xd):
+            return
+        if value is None:
+            Bound().check("x_l1_bound", value, type(self).__name__)  # names the declaration
+        if not 1e-300 < value / params.x_bound < 1e300:
             raise InvalidArgumentError(
-                f"{type(self).__name__} takes in-memory data (numpy/pandas): the solver "
-                "passes over the rows many times."
-            )
-        yd = np.asarray(_data.as_target(y, Xd.shape[0]), dtype=float)
-        if self.classifier:
-            # the declared domain of a row, checked like X's finiteness: a y outside {0, 1}
-            # is not a data set this estimator is defined on (its guarantee is over
-            # neighbours within the domain), and the refusal comes before any charge
-            if not np.all((yd == 0) | (yd == 1)):
-                raise InvalidArgumentError("`y` must hold the labels 0 and 1.")
-            yd = 2.0 * yd - 1.0
-        # C order whatever the input's layout, so pandas and numpy input give equal bits
-        Xs = _scale_rows(np.ascontiguousarray(Xd, dtype=float), bound, unit=False)
-        radius_l1 = None
-        if l1_bound is not None:
-            limit = l1_bound / bound
-            if not 1e-300 < limit < 1e300:
-                raise InvalidArgumentError(
-                    f"`x_l1_bound` / `x_bound` = {l1_bound!r} / {bound!r} is beyond the "
-                    "arithmetic of the bounds: choose comparable scales."
-                )
-            _clip_l1(Xs, limit)
-            # Σ|x̃ᵢ| computed ≤ limit; the exact sum is within γ_d of it
-            slack = 1.0 + 2.0 * (Xs.shape[1] + 2) * 2.0**-53
-            radius_l1 = (limit + (s / bound if self.fit_intercept else 0.0)) * slack
-            radius_l1 = float(np.nextafter(radius_l1, math.inf))
-        if self.fit_intercept:
-            Xs = np.hstack([Xs, np.full((Xs.shape[0], 1), s / bound)])
-        self.n_features_in_ = int(Xd.shape[1])
-        ratio = s / bound
-        if not ratio < 1e100:
-            raise InvalidArgumentError(
-                f"`intercept_scaling` / `x_bound` = {s!r} / {bound!r} is beyond the "
+                f"`x_l1_bound` / `x_bound` = {value!r} / {params.x_bound!r} is beyond the "
                 "arithmetic of the bounds: choose comparable scales."
             )
-        radius = math.sqrt(1.0 + ratio * ratio) * (1 + 1e-15)
-        return Xs, yd, self._size(Xs.shape[0]), radius, radius_l1
 
-    def _size(self, rows: int) -> float:
-        if self.data_size is None:
-            if self._adjacency() == ev.ADD_REMOVE:
-                raise InvalidArgumentError(
-                    "under add/remove the row count is private: declare `data_size`, a public "
-                    "number of rows that normalises the objective. Found None."
-                )
-            if rows == 0:  # n is public under replace-one (neighbours share it)
-                raise InvalidArgumentError(
-                    "`X` has no rows, and without `data_size` the objective is normalised "
-                    "by the row count: declare `data_size`. Found 0 rows."
-                )
-            return float(rows)  # replace-one: neighbours share the size
-        return _finite_positive("data_size", self.data_size)
-
-    def _weighted_size(self, rows: int, size: float) -> float:
-        """N/v(n): the data term's normaliser, so that it weighs each row v(n)/N."""
-        return size / _row_weight(rows, size)
-
-    def _row_factor(self, adjacency: str, size: float) -> float:
-        """F of :func:`_weight_factor` under add/remove; 1 under replace-one (n shared)."""
-        return _weight_factor(size) if adjacency == ev.ADD_REMOVE else 1.0
-
-    def _solver(self) -> tuple[float, int]:
-        tol = _finite_positive("tol", self.tol)
-        return tol, check_int_at_least("max_iter", self.max_iter, 1)
-
-    def _fallback(
-        self, loss: _Loss, radius: float, d: int, ridge: float, linear_norm: float, tol: float
-    ) -> tuple[int, float]:
-        """The provable gradient-descent phase's (steps, β̄); refuses beyond the cap.
-
-        From public quantities only, before anything is charged: a fit whose public step
-        bound (:func:`_gradient_steps`) exceeds the cap is refused for every data set
-        alike, and a fit within it certifies for every data set (issue 31, F1).
-        """
-        steps = _gradient_steps(loss, radius, d, ridge, linear_norm, tol)
-        if not steps <= _STEP_CAP:
-            beta = _smoothness(loss, radius, ridge)
-            width = ", or `huber_width` (c = 1/(2h))" if loss.name == "huber_svm" else ""
-            raise InvalidArgumentError(
-                f"the solver cannot be guaranteed to converge: its public bound is {steps:.3g} "
-                f"gradient steps, above the {_STEP_CAP:.0e} allowed, because the objective's "
-                f"public condition number 1 + V·c·R²/ridge = {beta / ridge:.3g} is too large "
-                f"(ridge = {ridge!r}, c = {loss.c!r}, R² = {radius * radius:.6g}, "
-                f"V = {_weight_cap():.4g} the most weight the rows can carry). Raise "
-                f"`l2_regularization`{width}; lowering `intercept_scaling` relative to "
-                "`x_bound`, or raising `tol`, helps less. This refusal depends on the "
-                "parameters only, never on the data."
-            )
-        return int(steps), _smoothness(loss, radius, ridge)
-
-    def _regularization(self) -> float:
-        return _finite_positive("l2_regularization", self.l2_regularization)
-
-    def _noise(self) -> str:
-        check_choice("noise", self.noise, NOISES)  # a known noise (and a string) first
-        if self.noise == "l1_laplace" and "l1_laplace" not in self.noises:
-            raise InvalidArgumentError(
-                f"{type(self).__name__} takes noise='laplace' or 'gaussian': the minimiser's "
-                "sensitivity is an ℓ₂ bound, so ℓ₁ noise has no sensitivity to be sized for "
-                "(noise='l1_laplace' is objective perturbation's). Found 'l1_laplace'."
-            )
-        noise = check_choice("noise", self.noise, self.noises)
-        if noise == "gaussian" and self._budget()[1] == 0:
-            raise InvalidArgumentError(
-                "Gaussian noise gives (ε, δ)-DP: declare `delta` > 0, or use noise='laplace'."
-            )
-        return noise
-
-    def _finish(self, theta: np.ndarray) -> None:
-        bound, s = self._geometry()
-        p = self.n_features_in_
-        self.coef_ = theta[:p] / bound
-        self.intercept_ = float(theta[p] * s / bound) if self.fit_intercept else 0.0
-
-    def predict(self, X: Any) -> np.ndarray:
-        """x·coef_ + intercept_ (post-processing)."""
-        X = self._fitted_input(X, "coef_")
-        return np.asarray(X @ self.coef_ + self.intercept_)
-
-
-class _Objective(_ERM):
-    solver_share: Any
-    jacobian_share: Any
-    x_l1_bound: Any
-
-    def _share(self) -> float:
-        share = check_probability("solver_share", self.solver_share, low_open=True, high_open=True)
-        return share
-
-    def _jacobian_share(self) -> float:
-        return check_probability(
-            "jacobian_share", self.jacobian_share, low_open=True, high_open=True
-        )
-
+    @fit_context
     def fit(self, X: Any, y: Any) -> Any:
         """Draw b (charged first), minimise the perturbed objective, release θ̃ + Z.
 
@@ -333,15 +124,11 @@ class _Objective(_ERM):
         ‖b‖ ≤ 64·(its scale)·(d, or √d for Gaussian b); beyond (probability below
         1e-25) the certificate may fail, after the charge.
         """
-        self._budget()
-        variant = self._variant()
-        adjacency = self._adjacency()
-        ledger = self._shared_ledger()
-        loss, lam, noise = self._loss(), self._regularization(), self._noise()
-        tol, max_iter = self._solver()
-        share = self._share()
-        epsilon, delta = self._budget()
-        Xs, ys, size, radius, radius_l1 = self._design(X, y, self._l1_bound(noise))
+        params = self._params
+        epsilon, delta, adjacency = params.epsilon, params.delta, params.adjacency
+        variant, noise, share = params.variant, params.noise, params.solver_share
+        loss, lam, tol, max_iter = self._objective()
+        Xs, ys, size, radius, radius_l1 = self._design(X, y, params.x_l1_bound)
         for value in (radius, radius_l1 or 0.0):
             if not math.isfinite(2 * loss.a * value):
                 raise InvalidArgumentError(
@@ -371,7 +158,7 @@ class _Objective(_ERM):
             adjacency=adjacency,
             variant=variant,
             loss="logistic" if loss.name == "logistic" else "generic",
-            jacobian_share=self._jacobian_share(),
+            jacobian_share=params.jacobian_share,
             l1_lipschitz=None if radius_l1 is None else loss.a * radius_l1,
         )
         # the row-count clip's cost (the proof is _Objective.fit's): (F − 1)·ε′ on the
@@ -423,7 +210,7 @@ class _Objective(_ERM):
             return theta
 
         _, released = self._release(
-            self._reserve([perturbation, approximation], ledger),
+            self._reserve([perturbation, approximation], params.ledger),
             [("perturbation b", np.zeros(d)), ("approximate minimiser", minimiser)],
         )
         self.plan_ = plan
@@ -434,9 +221,14 @@ class _Objective(_ERM):
         return self
 
 
-class _Output(_ERM):
-    noises = ("laplace", "gaussian")  # θ*'s sensitivity is an ℓ₂ bound: no ℓ₁ noise
+class _Output(RegularizedERM):
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **RegularizedERM._parameter_constraints,
+        # θ*'s sensitivity is an ℓ₂ bound: no ℓ₁ noise
+        "noise": Noise(("laplace", "gaussian")),
+    }
 
+    @fit_context
     def fit(self, X: Any, y: Any) -> Any:
         """Solve to ``tol`` (checked, before any charge), then release θ̃ + noise.
 
@@ -445,13 +237,10 @@ class _Output(_ERM):
         :func:`_solver_floor`, which every data set is certified to within the public
         step count of :func:`_gradient_steps` (refused before any charge above the cap).
         """
-        self._budget()
-        variant = self._variant()
-        adjacency = self._adjacency()
-        ledger = self._shared_ledger()
-        loss, lam, noise = self._loss(), self._regularization(), self._noise()
-        tol, max_iter = self._solver()
-        epsilon, delta = self._budget()
+        params = self._params
+        epsilon, delta, adjacency = params.epsilon, params.delta, params.adjacency
+        variant, noise, ledger = params.variant, params.noise, params.ledger
+        loss, lam, tol, max_iter = self._objective()
         Xs, ys, size, radius, _ = self._design(X, y)
         d = Xs.shape[1]
         solver_tol = max(_tolerance(tol, loss.a * radius), _solver_floor(loss, radius, d, lam, 0.0))
@@ -466,20 +255,18 @@ class _Output(_ERM):
         if noise == "laplace":
             knorm = KNorm(epsilon, sensitivity, norm="l2", dimension=d)
             reservation = self._reserve([knorm], ledger)
+        elif variant == "published":  # the classical σ = Δ√(2 log(1.25/δ))/ε
+            sigma = sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+            reservation = self._reserve(
+                [Gaussian(sigma, sensitivity, dimension=d, safe=params.safe_noise)], ledger
+            )
         else:
-            safe = bool(getattr(self, "safe_noise", False))
-            if variant == "published":  # the classical σ = Δ√(2 log(1.25/δ))/ε
-                sigma = sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
-                reservation = self._reserve(
-                    [Gaussian(sigma, sensitivity, dimension=d, safe=safe)], ledger
-                )
-            else:
 
-                def make(p: float) -> list[Any]:
-                    return [Gaussian(p * sensitivity, sensitivity, dimension=d, safe=safe)]
+            def make(p: float) -> list[Any]:
+                return [Gaussian(p * sensitivity, sensitivity, dimension=d, safe=params.safe_noise)]
 
-                guess = math.sqrt(2 * math.log(1.25 / delta)) / epsilon
-                reservation = self._reserve(make, ledger, initial=guess)
+            guess = math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+            reservation = self._reserve(make, ledger, initial=guess)
         (noisy,) = self._release(reservation, [("minimiser", theta)])
         self.sensitivity_ = sensitivity
         self.solver_tol_ = solver_tol
@@ -525,7 +312,7 @@ _OBJECTIVE_ARGS = """solver_share: The share of ε (and δ) for the noise Z on t
             2d·(kaR₁/ε′)² against d(d + 1)·(kaR/ε′)², a ratio 2R₁²/((d + 1)R²)."""
 
 
-class ObjectivePerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Objective):  # type: ignore[misc]
+class ObjectivePerturbationClassifier(BinaryClassifierMixin, _Objective):
     """Objective perturbation for logistic regression or the Huber SVM (labels 0 and 1).
 
     Chaudhuri, Monteleoni & Sarwate 2011, Alg. 2, with c·R² and an ℓ₂-Laplace or
@@ -550,10 +337,18 @@ class ObjectivePerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, 
         ... ).fit(X, y)
         >>> model.score(X, y) > 0.85
         True
+
+    Attributes:
+        classes_: The labels, [0, 1] (declared, never read from the data).
+        {objective_attributes}
+        {fitted}
     """
 
     classifier = True
-    huber_threshold = None
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **_Objective._parameter_constraints,
+        "loss": MARGIN_LOSS,
+    }
 
     def __init__(
         self,
@@ -581,7 +376,7 @@ class ObjectivePerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, 
         store_parameters(self, locals())
 
 
-class ObjectivePerturbationRegressor(RegressorMixin, _Objective):  # type: ignore[misc]
+class ObjectivePerturbationRegressor(LinearRegressorMixin, _Objective):
     """Objective perturbation for linear regression with the Huber loss of the residual.
 
     φ(t; y) = (t − y)²/2 for |t − y| ≤ κ, κ|t − y| − κ²/2 beyond: least squares wherever
@@ -596,9 +391,11 @@ class ObjectivePerturbationRegressor(RegressorMixin, _Objective):  # type: ignor
         huber_threshold: κ, in the units of y.
         {objective}
         {common}
-    """
 
-    huber_width = None
+    Attributes:
+        {objective_attributes}
+        {fitted}
+    """
 
     def __init__(
         self,
@@ -626,7 +423,7 @@ class ObjectivePerturbationRegressor(RegressorMixin, _Objective):  # type: ignor
         store_parameters(self, locals())
 
 
-class OutputPerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Output):  # type: ignore[misc]
+class OutputPerturbationClassifier(BinaryClassifierMixin, _Output):
     """Output perturbation for logistic regression or the Huber SVM (labels 0 and 1).
 
     Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1: θ* plus ℓ₂-Laplace noise,
@@ -638,10 +435,18 @@ class OutputPerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Ou
         huber_width: h of the Huber SVM.
         safe_noise: With Gaussian noise, exact discrete noise on a grid (default False).
         {common}
+
+    Attributes:
+        classes_: The labels, [0, 1] (declared, never read from the data).
+        {output_attributes}
+        {fitted}
     """
 
     classifier = True
-    huber_threshold = None
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **_Output._parameter_constraints,
+        "loss": MARGIN_LOSS,
+    }
 
     def __init__(
         self,
@@ -667,7 +472,7 @@ class OutputPerturbationClassifier(BinaryClassifierOutputs, ClassifierMixin, _Ou
         store_parameters(self, locals())
 
 
-class OutputPerturbationRegressor(RegressorMixin, _Output):  # type: ignore[misc]
+class OutputPerturbationRegressor(LinearRegressorMixin, _Output):
     """Output perturbation for linear regression with the Huber loss of the residual.
 
     Args:
@@ -676,9 +481,11 @@ class OutputPerturbationRegressor(RegressorMixin, _Output):  # type: ignore[misc
         huber_threshold: κ, in the units of y.
         safe_noise: With Gaussian noise, exact discrete noise on a grid (default False).
         {common}
-    """
 
-    huber_width = None
+    Attributes:
+        {output_attributes}
+        {fitted}
+    """
 
     def __init__(
         self,
@@ -704,16 +511,34 @@ class OutputPerturbationRegressor(RegressorMixin, _Output):  # type: ignore[misc
         store_parameters(self, locals())
 
 
+_OBJECTIVE_ATTRIBUTES = """plan_: The objective perturbation's plan (:class:`PerturbationPlan`: ε_J,
+            ε′, the extra ridge Δ, the noise and its scale).
+        solver_tol_: The tolerance the solver was run to (at least the public floor).
+        shift_: 2r, the L2 sensitivity the noise Z on the approximate minimiser is sized for.
+        shift_scale_: The scale of Z."""
+
+_OUTPUT_ATTRIBUTES = """sensitivity_: The L2 sensitivity of the minimiser the noise was sized for.
+        solver_tol_: The tolerance the solver was run to (at least the public floor)."""
+
+_FITTED = """coef_: The released coefficients in data units.
+        intercept_: The released intercept (0.0 without ``fit_intercept``).
+        n_features_in_: The number of features (columns) of ``X`` in fit.
+        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        releases_: The events charged, in order."""
+
 for _cls in (
     ObjectivePerturbationClassifier,
     ObjectivePerturbationRegressor,
     OutputPerturbationClassifier,
     OutputPerturbationRegressor,
 ):
-    _cls.__doc__ = (
-        (_cls.__doc__ or "")
-        .replace("{objective}", _OBJECTIVE_ARGS)
-        .replace("{common}", _COMMON_ARGS)
+    fill_docstring(
+        _cls,
+        objective=_OBJECTIVE_ARGS,
+        common=_COMMON_ARGS,
+        objective_attributes=_OBJECTIVE_ATTRIBUTES,
+        output_attributes=_OUTPUT_ATTRIBUTES,
+        fitted=_FITTED,
     )
 
 __dir__ = namespace(__all__)

@@ -18,7 +18,7 @@ logistic       log 2 (public)  (½ − y)x           xxᵀ/8
 The coefficients are released with noise (sums over rows, so nothing needs the private
 count under add/remove; the paper's 1/N normalisation cancels from the minimiser), C₂ is
 symmetrised and its eigenvalues projected onto [0, ∞) (post-processing), and
-w = argmin C₁ᵀw + wᵀC₂w = −½·C₂⁺C₁ (:func:`~dpledger.algorithms.linear.solve_ridge`).
+w = argmin C₁ᵀw + wᵀC₂w = −½·C₂⁺C₁ (:func:`~._linear_base.solve_ridge`).
 
 Methods (the noise), each ``variant="published"`` (the paper's constants, charged at the
 true cost of what is released) or ``"calibrated"`` (solved to meet (ε, δ) exactly):
@@ -72,20 +72,27 @@ instead (aⱼ = Δⱼ/√wⱼ), still released and charged jointly.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
-from sklearn.base import ClassifierMixin
 
 from dpledger._public import namespace
-from dpledger._validation import check_choice, check_positive, check_reals
+from dpledger._validation import check_choice, check_positive
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import store_parameters, symmetric_from_upper, upper
-from dpledger.algorithms.linear import (
-    BinaryClassifierOutputs,
-    _SufficientStatisticsRegression,
+from dpledger.algorithms._linear_base import (
+    BinaryClassifierMixin,
+    LinearRegressorMixin,
+    SufficientStatisticsModel,
     solve_ridge,
+)
+from dpledger.algorithms._params import Constraint, Options, OrNone, Parameters, Shares
+from dpledger.algorithms.base import (
+    fill_docstring,
+    fit_context,
+    store_parameters,
+    symmetric_from_upper,
+    upper,
 )
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, Laplace
@@ -223,20 +230,27 @@ def _linear_weights(X: np.ndarray, y: Any) -> tuple[None, np.ndarray, np.ndarray
     return None, grid, grid * grid
 
 
-class _FunctionalMechanism(_SufficientStatisticsRegression):
+_Self = TypeVar("_Self", bound="_FunctionalMechanism")
+
+
+class _FunctionalMechanism(SufficientStatisticsModel):
     """Shared parts: coefficients in one pass, releases per method, the noisy minimiser."""
 
-    loss: str
-    method: Any
-    budget_split: Any
+    #: the loss is the logistic one (labels 0 and 1), not a loss of a bounded y
+    _logistic: ClassVar[bool] = False
 
-    def _check_method(self) -> str:
-        if self.method not in FM_METHODS:
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **SufficientStatisticsModel._parameter_constraints,
+        "method": Options(FM_METHODS),
+        "budget_split": OrNone(Shares(2, of="(C1, C2)")),
+    }
+
+    def _check_parameters(self, params: Parameters) -> None:
+        super()._check_parameters(params)
+        if params.method != "original" and params.delta == 0:
             raise InvalidArgumentError(
-                f"`method` must be one of {', '.join(map(repr, FM_METHODS))}. Found "
-                f"{self.method!r}."
+                f"method={params.method!r} adds Gaussian noise: `delta` must be > 0."
             )
-        return str(self.method)
 
     def _coefficients(self, X: Any, y: Any) -> tuple[ExactValue, ExactValue, ExactValue, int]:
         """(C₀ (one entry), C₁, C₂) summed over the rows, exactly, and the number of features.
@@ -246,7 +260,7 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
         """
         Xd = _data.as_design(X)
         yd = _data.as_target(y, None if _data.is_dask(Xd) else Xd.shape[0])
-        logistic = self.loss == "logistic"
+        logistic = self._logistic
         transform = (
             self._binary_labels("`y` must be 0 or 1 (two classes).")
             if logistic
@@ -269,7 +283,7 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
     def _sensitivities(self, d: int, adjacency: str) -> dict[str, float]:
         """True sensitivities (sums, unit bounds) of every release, per the docstring."""
         two = 2.0 if adjacency == ev.REPLACE_ONE else 1.0
-        if self.loss == "logistic":
+        if self._logistic:
             return {
                 "c1": 0.5 * two,
                 "c2": (math.sqrt(2.0) if two == 2.0 else 1.0) / 8.0,
@@ -286,7 +300,7 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
 
     def _paper_sensitivities(self, d: int) -> dict[str, float]:
         """The published papers' sensitivities (replace-one, in sums: N·Δ/N)."""
-        if self.loss == "logistic":
+        if self._logistic:
             return {
                 "c1": 1.0,
                 "c2": 1.0 / 8.0,
@@ -302,16 +316,8 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
         }
 
     def _split(self, sens: dict[str, float]) -> tuple[float, float]:
-        if self.budget_split is None:
-            first, second = sens["c1"], 2.0 * sens["c2"]
-        else:
-            shares = check_reals("budget_split", self.budget_split)
-            if len(shares) != 2 or any(not (s > 0 and math.isfinite(s)) for s in shares):
-                raise InvalidArgumentError(
-                    "`budget_split` must be two positive shares for (C1, C2). Found "
-                    f"{self.budget_split!r}."
-                )
-            first, second = shares
+        shares = self._params.budget_split
+        first, second = (sens["c1"], 2.0 * sens["c2"]) if shares is None else shares
         total = first + second
         return first / total, second / total
 
@@ -334,7 +340,7 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
         ratio a₂/a₁ minimises the expected excess loss (:func:`gaussian_fm_split`).
         """
         terms = self._pair_terms(d)
-        if self.budget_split is None and terms is not None:
+        if self._params.budget_split is None and terms is not None:
             return gaussian_fm_split(terms[0], terms[1], adjacency)
         w1, w2 = self._split(true)
         a1, a2 = true["c1"] / math.sqrt(w1), true["c2"] / math.sqrt(w2)
@@ -345,22 +351,22 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
             return a1, a2, math.sqrt(pair_supremum(first, second))
         return a1, a2, math.sqrt((first + second) * (1 + 1e-12))
 
+    @fit_context
+    def fit(self: _Self, X: Any, y: Any) -> _Self:
+        """Release the loss's coefficients with noise and minimise the noisy loss."""
+        self._set_coefficients(self._fit_fm(X, y), self.n_features_in_)
+        return self
+
     def _fit_fm(self, X: Any, y: Any) -> np.ndarray:
-        epsilon, delta = self._budget()
-        adjacency = self._adjacency()
-        variant = self._variant()
-        method = self._check_method()
-        ledger = self._fit_ledger()
-        if method != "original" and delta == 0:
-            raise InvalidArgumentError(
-                f"method={method!r} adds Gaussian noise: `delta` must be > 0."
-            )
+        params = self._params
+        epsilon, delta, adjacency = params.epsilon, params.delta, params.adjacency
+        method, variant, ledger = params.method, params.variant, params.ledger
         c0, c1, c2, _ = self._coefficients(X, y)
         d = c2.shape[0]
-        logistic = self.loss == "logistic"
+        logistic = self._logistic
         true = self._sensitivities(d, adjacency)
         paper = self._paper_sensitivities(d)
-        safe = bool(self.safe_noise)
+        safe = params.safe_noise
         classical = math.sqrt(2.0 * math.log(1.25 / delta)) if delta > 0 else math.inf
         with_c0 = not logistic and (method != "gaussian" or variant == "published")
         vector = _monomials(c0 if with_c0 else None, c1, c2)
@@ -427,7 +433,7 @@ class _FunctionalMechanism(_SufficientStatisticsRegression):
         return solve_ridge(n2, -0.5 * n1, 0.0)
 
 
-class FMLinearRegression(_FunctionalMechanism):
+class FMLinearRegression(LinearRegressorMixin, _FunctionalMechanism):
     """Functional-mechanism linear regression: FM, relaxed FM or Gaussian FM.
 
     Args:
@@ -456,6 +462,11 @@ class FMLinearRegression(_FunctionalMechanism):
         ...                            adjacency="replace_one", rng=0).fit(X, y)
         >>> [type(e).__name__ for e in model.releases_]  # C₁ and C₂, whitened together
         ['DiscreteGaussian']
+
+    Attributes:
+        coef_: The minimiser's coefficients in data units (post-processing of the release).
+        intercept_: The intercept in the units of y (0.0 without ``fit_intercept``).
+        {fitted}
     """
 
     loss = "linear"
@@ -479,18 +490,8 @@ class FMLinearRegression(_FunctionalMechanism):
     ) -> None:
         store_parameters(self, locals())
 
-    def fit(self, X: Any, y: Any) -> FMLinearRegression:
-        """Release the loss's coefficients with noise and minimise the noisy loss."""
-        theta = self._fit_fm(X, y)
-        self._set_coefficients(theta, self.n_features_in_)
-        return self
 
-
-class FMLogisticRegression(
-    BinaryClassifierOutputs,
-    ClassifierMixin,  # type: ignore[misc]
-    _FunctionalMechanism,
-):
+class FMLogisticRegression(BinaryClassifierMixin, _FunctionalMechanism):
     """Functional-mechanism logistic regression (2nd-order Taylor expansion at 0).
 
     Labels are 0 and 1. Same parameters as :class:`FMLinearRegression`, without
@@ -510,9 +511,17 @@ class FMLogisticRegression(
             with every copy (a second fit, or a clone's, is refused).
         safe_noise: Exact discrete noise (default) or floating-point noise.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+
+    Attributes:
+        coef_: The minimiser's coefficients: the log-odds per unit of each feature.
+        intercept_: The log-odds at x = 0 (0.0 without ``fit_intercept``).
+        classes_: The labels, [0, 1] (declared, never read from the data).
+        {fitted}
     """
 
     loss = "logistic"
+    _logistic = True
+    _target_scaled = False
 
     def __init__(
         self,
@@ -532,11 +541,15 @@ class FMLogisticRegression(
     ) -> None:
         store_parameters(self, locals())
 
-    def fit(self, X: Any, y: Any) -> FMLogisticRegression:
-        """Release the Taylor coefficients with noise and minimise the noisy loss."""
-        theta = self._fit_fm(X, y)
-        self._set_coefficients(theta, self.n_features_in_, y_scale=1.0)
-        return self
 
+_FITTED = """method_: The method used ("gaussian", "relaxed" or "original").
+        noise_scales_: (σ₁, σ₂), the noise on C₁ and on C₂'s upper triangle. Only for the
+            calibrated Gaussian FM (one whitened release).
+        n_features_in_: The number of features (columns) of ``X`` in fit.
+        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        releases_: The events charged, in order."""
+
+for _cls in (FMLinearRegression, FMLogisticRegression):
+    fill_docstring(_cls, fitted=_FITTED)
 
 __dir__ = namespace(__all__)

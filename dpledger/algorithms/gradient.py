@@ -23,27 +23,32 @@ objective-perturbation families.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from scipy import special
-from sklearn.base import ClassifierMixin
 
 from dpledger._public import namespace
-from dpledger._validation import (
-    check_int_at_least,
-    check_nonnegative,
-    check_positive,
-    check_probability,
-)
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import Reservation, store_parameters
-from dpledger.algorithms.linear import (
-    BinaryClassifierOutputs,
-    _clip_rows,
-    _SufficientStatisticsRegression,
+from dpledger.algorithms._linear_base import (
+    BinaryClassifierMixin,
+    LinearRegressorMixin,
+    SufficientStatisticsModel,
 )
+from dpledger.algorithms._params import (
+    Bound,
+    Constraint,
+    Delta,
+    Integer,
+    NonNegative,
+    OrNone,
+    Parameters,
+    Positive,
+    Probability,
+)
+from dpledger.algorithms._rows import clip_rows
+from dpledger.algorithms.base import Reservation, fill_docstring, fit_context, store_parameters
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import ExactValue, Gaussian
 
@@ -100,25 +105,53 @@ def _unchanged(rows: np.ndarray, _: Any) -> tuple[np.ndarray, None]:
     return rows, None
 
 
-def _check_clip(value: Any) -> float:
-    clip = check_positive("clip", value)
-    if not 2.0**-900 <= clip <= 2.0**470:
-        raise InvalidArgumentError(
-            "`clip` must lie in [2**-900, 2**470] ≈ [1.2e-271, 3.0e141]: clipped gradients "
-            "and their sums must stay normal floats (rescale the data instead). Found "
-            f"{value!r}."
-        )
-    return clip
+_Self = TypeVar("_Self", bound="_NoisyGD")
 
 
-class _NoisyGD(_SufficientStatisticsRegression):
-    loss: str
-    steps: Any
-    learning_rate: Any
-    clip: Any
-    sampling_rate: Any
-    data_size: Any
-    alpha: Any
+class _NoisyGD(SufficientStatisticsModel):
+    loss: ClassVar[str]
+
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **SufficientStatisticsModel._parameter_constraints,
+        "delta": Delta(gaussian=True),
+        "steps": Integer(1, MAX_STEPS, why="each is a pass over the rows"),
+        "learning_rate": Positive(),
+        # clipped gradients and their sums must stay normal floats
+        "clip": Bound(limits=(2.0**-900, 2.0**470)),
+        "sampling_rate": OrNone(Probability(low_open=True, high_open=False)),
+        "data_size": OrNone(Positive()),
+        "alpha": NonNegative(),
+    }
+
+    def _check_parameters(self, params: Parameters) -> None:
+        super()._check_parameters(params)
+        if params.sampling_rate not in (None, 1.0):
+            if params.adjacency != ev.ADD_REMOVE:
+                raise InvalidArgumentError(
+                    "Poisson sampling is amplified under add/remove adjacency; declare "
+                    "adjacency='add_remove' (or sampling_rate=None for full batches)."
+                )
+            if params.safe_noise:
+                raise InvalidArgumentError(
+                    "no accountant composes Poisson-sampled *discrete* Gaussians yet: use "
+                    "safe_noise=False with sampling_rate, or full batches (sampling_rate=None)."
+                )
+        if not params.learning_rate * params.alpha < 2.0:
+            raise InvalidArgumentError(
+                f"`learning_rate` · `alpha` = {params.learning_rate!r} · {params.alpha!r} must "
+                "be below 2: the ridge step w ← (1 − ηα)w diverges otherwise (and the fit would "
+                "stop half-way after charging its steps)."
+            )
+        if params.data_size is None and params.adjacency == ev.ADD_REMOVE:
+            raise InvalidArgumentError(
+                "under add/remove the row count is private: declare `data_size`, a public "
+                "(approximate) number of rows, to scale the steps. Found None."
+            )
+
+    def _rate(self) -> float | None:
+        """The Poisson sampling rate, or None for full batches (every row every step)."""
+        rate: float | None = self._params.sampling_rate
+        return None if rate == 1.0 else rate  # rate 1: full batches, under either adjacency
 
     def _gradients(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
         eta = X @ w
@@ -126,35 +159,16 @@ class _NoisyGD(_SufficientStatisticsRegression):
         return np.asarray(X * residual[:, None], dtype=float)
 
     def _steps_plan(self, d: int, ledger: Any) -> Reservation:
-        epsilon, delta = self._budget()
-        if delta == 0:
-            raise InvalidArgumentError("noisy gradient descent adds Gaussian noise: `delta` > 0.")
-        adjacency = self._adjacency()
-        steps = check_int_at_least("steps", self.steps, 1)
-        if steps > MAX_STEPS:
-            raise InvalidArgumentError(
-                f"`steps` must be at most {MAX_STEPS:,} (each is a pass over the rows). Found "
-                f"an integer of {len(str(steps))} digits."
-            )
-        clip = _check_clip(self.clip)
-        rate = self.sampling_rate
-        if rate is not None:
-            rate = check_probability("sampling_rate", rate, low_open=True, high_open=False)
-        if rate == 1.0:  # every row every step: full batches, under either adjacency
-            rate = None
-        if rate is not None:
-            if adjacency != ev.ADD_REMOVE:
-                raise InvalidArgumentError(
-                    "Poisson sampling is amplified under add/remove adjacency; declare "
-                    "adjacency='add_remove' (or sampling_rate=None for full batches)."
-                )
-            if self.safe_noise:
-                raise InvalidArgumentError(
-                    "no accountant composes Poisson-sampled *discrete* Gaussians yet: use "
-                    "safe_noise=False with sampling_rate, or full batches (sampling_rate=None)."
-                )
-        sensitivity = clip * (2.0 if adjacency == ev.REPLACE_ONE else 1.0)
-        safe = bool(self.safe_noise)
+        params = self._params
+        epsilon, delta, adjacency, steps = (
+            params.epsilon,
+            params.delta,
+            params.adjacency,
+            params.steps,
+        )
+        rate = self._rate()
+        sensitivity = params.clip * (2.0 if adjacency == ev.REPLACE_ONE else 1.0)
+        safe = params.safe_noise
 
         def make(p: float) -> list[Any]:
             one = Gaussian(p * sensitivity, sensitivity, dimension=d, safe=safe)
@@ -165,32 +179,23 @@ class _NoisyGD(_SufficientStatisticsRegression):
             guess *= max(rate, 1e-3)
         return self._reserve(make, ledger, initial=guess)
 
+    @fit_context
+    def fit(self: _Self, X: Any, y: Any) -> _Self:
+        """Run the T noisy steps (all planned and checked before the first)."""
+        self._set_coefficients(self._fit_gd(X, y), self.n_features_in_)
+        return self
+
     def _fit_gd(self, X: Any, y: Any) -> np.ndarray:
-        self._budget()
-        adjacency = self._adjacency()
-        ledger = self._fit_ledger()
-        rate_eta = check_positive("learning_rate", self.learning_rate)
-        alpha = check_nonnegative("alpha", self.alpha)
-        if not rate_eta * alpha < 2.0:
-            raise InvalidArgumentError(
-                f"`learning_rate` · `alpha` = {rate_eta!r} · {alpha!r} must be below 2: the "
-                "ridge step w ← (1 − ηα)w diverges otherwise (and the fit would stop half-way "
-                "after charging its steps)."
-            )
-        clip = _check_clip(self.clip)
+        params = self._params
+        rate_eta, alpha, clip = params.learning_rate, params.alpha, params.clip
         Xd = _data.as_design(X)
         if _data.is_dask(Xd):
             raise InvalidArgumentError(
                 "noisy gradient descent takes in-memory data (numpy/pandas)."
             )
         yd = _data.as_target(y, Xd.shape[0])
-        if self.data_size is None:
-            if adjacency == ev.ADD_REMOVE:
-                raise InvalidArgumentError(
-                    "under add/remove the row count is private: declare `data_size`, a public "
-                    "(approximate) number of rows, to scale the steps. Found None."
-                )
-            size = float(Xd.shape[0])  # replace-one: neighbours share the size
+        if params.data_size is None:  # replace-one: neighbours share the size, n is public
+            size = float(Xd.shape[0])
             if size == 0:  # public under replace-one (every neighbour has no rows too)
                 raise InvalidArgumentError(
                     "`X` has no rows: under replace-one the steps are scaled by the (public) "
@@ -198,7 +203,7 @@ class _NoisyGD(_SufficientStatisticsRegression):
                     "and data_size=None."
                 )
         else:
-            size = float(check_positive("data_size", self.data_size))
+            size = float(params.data_size)
         transform = (
             self._binary_labels("`y` must be 0 or 1 for the logistic loss.")
             if self.loss == "logistic"
@@ -206,12 +211,12 @@ class _NoisyGD(_SufficientStatisticsRegression):
         )
         Xs, ys = transform(Xd, yd)
         d = Xs.shape[1]
-        reservation = self._steps_plan(d, ledger)
+        reservation = self._steps_plan(d, params.ledger)
         mechanisms = reservation.mechanisms
         generator = reservation.open().generator
         assert generator is not None
         labels: np.ndarray = np.asarray(ys, dtype=float)
-        rate = self.sampling_rate if self.sampling_rate not in (None, 1.0) else None
+        rate = self._rate()
         w = np.zeros(d)
         for t in range(len(mechanisms)):
             rows = slice(None) if rate is None else generator.random(Xs.shape[0]) < rate
@@ -220,7 +225,7 @@ class _NoisyGD(_SufficientStatisticsRegression):
             # a row whose gradient overflows contributes nothing (record-local); the others
             # are clipped with exact norms (no under- or overflow, re-checked after scaling)
             grads[~np.isfinite(grads).all(axis=1)] = 0.0
-            total = _exact_sum(_clip_rows(grads, clip, "l2"), clip)
+            total = _exact_sum(clip_rows(grads, clip, "l2"), clip)
             label = f"{type(self).__name__}: step {t + 1}"
             noisy: np.ndarray = np.asarray(reservation.release(total, label=label))
             expected = size * (1.0 if rate is None else rate)
@@ -234,7 +239,7 @@ class _NoisyGD(_SufficientStatisticsRegression):
         return w
 
 
-class NoisyGD(_NoisyGD):
+class NoisyGD(LinearRegressorMixin, _NoisyGD):
     """Noisy gradient descent for linear regression (squared error), every step charged.
 
     Args:
@@ -243,22 +248,15 @@ class NoisyGD(_NoisyGD):
         x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
         y_bound: Declared bound on |y| (values beyond are clipped).
         adjacency: "add_remove" or "replace_one" (declared).
-        steps: T, the number of noisy steps.
-        learning_rate: η.
-        clip: C, the per-example gradient norm bound.
-        sampling_rate: Poisson sampling rate q per step, or None for full batches.
-        data_size: A public row count (required under add/remove).
-        alpha: Ridge penalty (data-independent).
-        fit_intercept: Fit an intercept (a public constant column).
-        row_norm: "clip" (default) or "unit".
-        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
-            with every copy (a second fit, or a clone's, is refused).
-        safe_noise: Exact discrete noise (default; full batches only) or floating-point.
-        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+        {steps}
+
+    Attributes:
+        coef_: The last iterate's coefficients in data units.
+        intercept_: The intercept in the units of y (0.0 without ``fit_intercept``).
+        {fitted}
     """
 
     loss = "linear"
-    variant = "calibrated"
 
     def __init__(
         self,
@@ -282,14 +280,8 @@ class NoisyGD(_NoisyGD):
     ) -> None:
         store_parameters(self, locals())
 
-    def fit(self, X: Any, y: Any) -> NoisyGD:
-        """Run the T noisy steps (all planned and checked before the first)."""
-        theta = self._fit_gd(X, y)
-        self._set_coefficients(theta, self.n_features_in_)
-        return self
 
-
-class NoisyGDClassifier(BinaryClassifierOutputs, ClassifierMixin, _NoisyGD):  # type: ignore[misc]
+class NoisyGDClassifier(BinaryClassifierMixin, _NoisyGD):
     """Noisy gradient descent for logistic regression (labels 0 and 1).
 
     Same parameters as :class:`NoisyGD`, without ``y_bound``.
@@ -299,22 +291,17 @@ class NoisyGDClassifier(BinaryClassifierOutputs, ClassifierMixin, _NoisyGD):  # 
         delta: The δ the whole run must meet (> 0).
         x_bound: Declared bound on each row's L2 norm.
         adjacency: "add_remove" or "replace_one" (declared).
-        steps: T, the number of noisy steps.
-        learning_rate: η.
-        clip: C, the per-example gradient norm bound.
-        sampling_rate: Poisson sampling rate q per step, or None for full batches.
-        data_size: A public row count (required under add/remove).
-        alpha: Ridge penalty (data-independent).
-        fit_intercept: Fit an intercept (a public constant column).
-        row_norm: "clip" (default) or "unit".
-        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
-            with every copy (a second fit, or a clone's, is refused).
-        safe_noise: Exact discrete noise (default; full batches only) or floating-point.
-        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+        {steps}
+
+    Attributes:
+        coef_: The last iterate's coefficients: the log-odds per unit of each feature.
+        intercept_: The log-odds at x = 0 (0.0 without ``fit_intercept``).
+        classes_: The labels, [0, 1] (declared, never read from the data).
+        {fitted}
     """
 
     loss = "logistic"
-    variant = "calibrated"
+    _target_scaled = False
 
     def __init__(
         self,
@@ -337,11 +324,26 @@ class NoisyGDClassifier(BinaryClassifierOutputs, ClassifierMixin, _NoisyGD):  # 
     ) -> None:
         store_parameters(self, locals())
 
-    def fit(self, X: Any, y: Any) -> NoisyGDClassifier:
-        """Run the T noisy steps of logistic regression."""
-        theta = self._fit_gd(X, y)
-        self._set_coefficients(theta, self.n_features_in_, y_scale=1.0)
-        return self
 
+_STEPS_ARGS = """steps: T, the number of noisy steps.
+        learning_rate: η.
+        clip: C, the per-example gradient norm bound.
+        sampling_rate: Poisson sampling rate q per step, or None for full batches.
+        data_size: A public row count (required under add/remove).
+        alpha: Ridge penalty (data-independent).
+        fit_intercept: Fit an intercept (a public constant column).
+        row_norm: "clip" (default) or "unit".
+        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
+            with every copy (a second fit, or a clone's, is refused).
+        safe_noise: Exact discrete noise (default; full batches only) or floating-point.
+        rng: numpy Generator or int seed (reproducible), or None (OS-seeded)."""
+
+_FITTED = """sigma_: σ, the noise of every step's gradient sum.
+        n_features_in_: The number of features (columns) of ``X`` in fit.
+        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        releases_: The events charged, one per step."""
+
+for _cls in (NoisyGD, NoisyGDClassifier):
+    fill_docstring(_cls, steps=_STEPS_ARGS, fitted=_FITTED)
 
 __dir__ = namespace(__all__)

@@ -45,17 +45,36 @@ Variants:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import special
 
 from dpledger._public import namespace
-from dpledger._validation import check_int_at_least, check_positive
+from dpledger._validation import check_int_at_least
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import Reservation, store_parameters, symmetric_from_upper, upper
-from dpledger.algorithms.linear import _SufficientStatisticsRegression, solve_ridge
+from dpledger.algorithms._linear_base import (
+    LinearRegressorMixin,
+    SufficientStatisticsModel,
+    solve_ridge,
+)
+from dpledger.algorithms._params import (
+    Bound,
+    Constraint,
+    Integer,
+    Options,
+    OrNone,
+    Parameters,
+    Positive,
+)
+from dpledger.algorithms.base import (
+    Reservation,
+    fit_context,
+    store_parameters,
+    symmetric_from_upper,
+    upper,
+)
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian, Laplace
 from dpledger.mechanisms.matrix import Wishart
@@ -66,10 +85,13 @@ LOSSES = ("lad", "logistic", "poisson")
 
 #: A public bound on the number of rows (int64 indexing), for range checks that must not
 #: read the private count.
-MAX_ROWS = 2.0**63
+MAX_ROWS = float(_data.MAX_ROWS)
+
+#: The most iterations a fit may run (each is a pass over the rows and two releases).
+MAX_ITERATIONS = 10_000
 
 
-class PrivateIRLS(_SufficientStatisticsRegression):
+class PrivateIRLS(LinearRegressorMixin, SufficientStatisticsModel):
     """Private IRLS for robust (LAD), logistic and Poisson regression (Park & Welling).
 
     Args:
@@ -101,9 +123,30 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         ...                     adjacency="add_remove", iterations=3, rng=0).fit(X, y)
         >>> len(model.releases_)
         6
+
+    Attributes:
+        coef_: The coefficients of the linear predictor in data units (the last θ).
+        intercept_: The intercept of the linear predictor (0.0 without ``fit_intercept``).
+        theta_: The last iterate θ on the scaled rows (intercept column last).
+        ridge_: The ridge the noisy moments were solved with (σ√(2d); 0 with Wishart).
+        paper_accounting_: The paper's own accounting (per-release ε′, its claim, the true
+            mean loss): a comparison, not a guarantee. Only with ``variant="published"``.
+        n_features_in_: The number of features (columns) of ``X`` in fit.
+        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        releases_: The events charged, in order (first and second moment per iteration).
     """
 
-    loss: str
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **SufficientStatisticsModel._parameter_constraints,
+        "y_bound": OrNone(Bound()),  # not used by the logistic loss (labels 0 and 1)
+        "loss": Options(LOSSES),
+        "iterations": Integer(
+            1, MAX_ITERATIONS, why="each is a pass over the rows and two releases"
+        ),
+        "weight_cap": Positive(),
+        "first_moment": Options(("gaussian", "laplace")),
+        "second_moment": Options(("gaussian", "wishart")),
+    }
 
     def __init__(
         self,
@@ -130,17 +173,17 @@ class PrivateIRLS(_SufficientStatisticsRegression):
     # -- the model ------------------------------------------------------------------------
 
     def _scale_y(self) -> bool:
-        return self.loss == "lad"
+        return bool(self._params.loss == "lad")
 
     def _y_bound(self) -> float:
-        if self.loss == "logistic":
+        if self._params.loss == "logistic":
             return 1.0  # y ∈ {0, 1}: the bound is the model's, nothing read from the data
-        return self._bound("y_bound", self.y_bound)
+        return float(self._params.y_bound)
 
     def _transform(self) -> _data.Transform:
         if self._scale_y():
             return super()._transform()
-        if self.loss == "logistic":
+        if self._params.loss == "logistic":
             return self._binary_labels("`y` must be 0 or 1 for loss='logistic'.")
         rows = self._rows()
         y_bound = self._y_bound()
@@ -150,19 +193,18 @@ class PrivateIRLS(_SufficientStatisticsRegression):
 
         return transform
 
-    def _bounds(self, d: int) -> tuple[float, float, float]:
+    def _bounds(self) -> tuple[float, float, float]:
         """(weight bound w, residual bound r, trace bound) of one row, unit row norm."""
-        cap = float(self.weight_cap)
-        if self.loss == "lad":
+        cap, loss = self._params.weight_cap, self._params.loss
+        if loss == "lad":
             return cap, cap, cap
-        if self.loss == "logistic":
+        if loss == "logistic":
             return 0.25, 1.0, 0.25
         return cap, max(self._y_bound(), cap), cap
 
     def _moments(self, theta: np.ndarray) -> _data.Moments:
         """Weights (aᵢ, bᵢ) of Σ aᵢx̃ᵢx̃ᵢᵀ and Σ bᵢx̃ᵢ at θ, within the bounds of :meth:`_bounds`."""
-        cap = float(self.weight_cap)
-        loss = self.loss
+        cap, loss = self._params.weight_cap, self._params.loss
 
         def weights(X: np.ndarray, y: np.ndarray | None) -> tuple[Any, Any, Any]:
             assert y is not None
@@ -186,39 +228,22 @@ class PrivateIRLS(_SufficientStatisticsRegression):
 
     # -- the schedule -----------------------------------------------------------------------
 
-    def _check_options(self, delta: float, variant: str) -> tuple[str, str, int, float]:
-        if self.loss not in LOSSES:
-            raise InvalidArgumentError(
-                f"`loss` must be one of {', '.join(map(repr, LOSSES))}. Found {self.loss!r}."
-            )
-        first, second = self.first_moment, self.second_moment
-        if first not in ("gaussian", "laplace"):
-            raise InvalidArgumentError(
-                f"`first_moment` must be 'gaussian' or 'laplace'. Found {first!r}."
-            )
-        if second not in ("gaussian", "wishart"):
-            raise InvalidArgumentError(
-                f"`second_moment` must be 'gaussian' or 'wishart'. Found {second!r}."
-            )
-        if second == "wishart" and variant != "published":
+    def _check_parameters(self, params: Parameters) -> None:
+        super()._check_parameters(params)
+        if params.loss != "logistic" and params.y_bound is None:
+            Bound().check("y_bound", None, type(self).__name__)  # the loss needs it declared
+        first, second = params.first_moment, params.second_moment
+        if second == "wishart" and params.variant != "published":
             raise InvalidArgumentError(
                 "second_moment='wishart' is the published variant's (it is (ε′, 1 − e^{−ε′})-"
                 "DP, never ε′-DP: it cannot be calibrated to a small δ). Use variant="
                 "'published', or the sound default second_moment='gaussian'."
             )
-        if delta == 0 and (first == "gaussian" or second == "gaussian"):
+        if params.delta == 0 and (first == "gaussian" or second == "gaussian"):
             raise InvalidArgumentError(
                 "Gaussian noise needs `delta` > 0; with delta = 0 there is no sound IRLS "
                 "release of the second moment here."
             )
-        iterations = check_int_at_least("iterations", self.iterations, 1)
-        if iterations > 10_000:
-            raise InvalidArgumentError(
-                "`iterations` must be at most 10,000 (each is a pass over the rows and two "
-                f"releases). Found an integer of {len(str(iterations))} digits."
-            )
-        cap = check_positive("weight_cap", self.weight_cap)  # refuses ∞ too
-        return first, second, iterations, cap
 
     def schedule(self, n_features: int) -> list[ev.Event]:
         """The events a fit on ``n_features`` columns would charge, in order.
@@ -229,28 +254,28 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         it like a declared pipeline.
         """
         features = check_int_at_least("n_features", n_features, 1)
-        return list(self._reservation(features, self._shared_ledger()).events)
+        with self._checked_parameters() as params:
+            return list(self._reservation(features, params.ledger).events)
 
     def _reservation(self, features: int, ledger: Any) -> Reservation:
-        epsilon, delta = self._budget()
-        adjacency = self._adjacency()
-        variant = self._variant()
-        first, second, iterations, _ = self._check_options(delta, variant)
-        d = features + (1 if self.fit_intercept else 0)
+        params = self._params
+        epsilon, delta, adjacency = params.epsilon, params.delta, params.adjacency
+        first, second, iterations = params.first_moment, params.second_moment, params.iterations
+        d = features + (1 if params.fit_intercept else 0)
         entries = d * (d + 1) // 2
-        w, r, trace = self._bounds(d)
+        w, r, trace = self._bounds()
         factor = 2.0 if adjacency == ev.REPLACE_ONE else 1.0
         vector_l2 = r * factor
         vector_l1 = vector_l2 * math.sqrt(d)
         matrix_l2 = w * (math.sqrt(2.0) if adjacency == ev.REPLACE_ONE else 1.0)
-        safe = bool(self.safe_noise)
+        safe = params.safe_noise
 
         def first_mech(noise: float) -> Any:
             if first == "laplace":
                 return Laplace(noise, vector_l1, dimension=d, safe=safe)
             return Gaussian(noise, vector_l2, dimension=d, safe=safe)
 
-        if variant == "published":
+        if params.variant == "published":
             eps_step = math.sqrt(epsilon / iterations)
             c = math.sqrt(2.0 * math.log(1.25 / delta)) if delta > 0 else math.inf
             one = [
@@ -273,21 +298,19 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         guess = math.sqrt(2 * iterations * math.log(1.25 / max(delta, 1e-300))) / epsilon
         return self._reserve(scaled, ledger, initial=guess)
 
+    @fit_context
     def fit(self, X: Any, y: Any) -> PrivateIRLS:
         """Check the 2J releases fit the ledger; then J rounds of release and re-weight."""
-        epsilon, delta = self._budget()
-        self._adjacency()
-        variant = self._variant()
-        ledger = self._fit_ledger()
-        _, _, iterations, _ = self._check_options(delta, variant)
+        params = self._params
+        epsilon, iterations = params.epsilon, params.iterations
         Xd = _data.as_design(X)
         yd = _data.as_target(y, None if _data.is_dask(Xd) else Xd.shape[0])
         transform = self._transform()
         features = int(Xd.shape[1])
-        d = features + (1 if self.fit_intercept else 0)
-        reservation = self._reservation(features, ledger)
+        d = features + (1 if params.fit_intercept else 0)
+        reservation = self._reservation(features, params.ledger)
         mechanisms = reservation.mechanisms
-        if variant == "published":
+        if params.variant == "published":
             eps_step = math.sqrt(epsilon / iterations)
             self.paper_accounting_ = {
                 "per_release_epsilon": eps_step,
@@ -303,7 +326,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
         # that the noise grid can hold such values before the first release — for the
         # public bound MAX_ROWS on n, not n itself (under add/remove n is private, and a
         # refusal that depended on it would publish it unpaid)
-        w, r, _ = self._bounds(d)
+        w, r, _ = self._bounds()
         for m, bound in zip(
             mechanisms[:2], (r * MAX_ROWS, math.sqrt(2) * w * MAX_ROWS), strict=True
         ):
@@ -334,7 +357,7 @@ class PrivateIRLS(_SufficientStatisticsRegression):
             # variance σ² on the diagonal, σ²/2 off it): post-processing of public σ
             ridge = 0.0 if isinstance(m_second, Wishart) else m_second.sigma * math.sqrt(2 * d)
             step = solve_ridge(noisy_matrix, noisy_vector, ridge)
-            theta = step if self.loss == "lad" else theta + step
+            theta = step if params.loss == "lad" else theta + step
         self._keep(reservation)
         self.ridge_ = (
             0.0 if isinstance(mechanisms[1], Wishart) else mechanisms[1].sigma * math.sqrt(2 * d)
@@ -346,12 +369,12 @@ class PrivateIRLS(_SufficientStatisticsRegression):
 
     def predict(self, X: Any) -> np.ndarray:
         """E[y | x]: the linear predictor (LAD), σ(·) (logistic) or exp(·) (Poisson)."""
-        eta = super().predict(X)
+        eta = self._margin(X)
         if self.loss == "logistic":
             return np.asarray(special.expit(eta))
         if self.loss == "poisson":
             return np.asarray(np.exp(np.minimum(eta, 700.0)))
-        return eta
+        return eta  # type: ignore[no-any-return]
 
 
 __dir__ = namespace(__all__)

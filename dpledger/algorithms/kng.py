@@ -25,40 +25,57 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import RegressorMixin
 
 from dpledger._public import namespace
-from dpledger._validation import check_choice, check_int_at_least, check_probability
+from dpledger._validation import check_real, shown
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
+from dpledger.algorithms._linear_base import LinearModel, LinearRegressorMixin
 from dpledger.algorithms._mcmc import (
+    CHAINS,
     MAX_CHAINS,
     MAX_MCMC_STEPS,
     MAX_MCMC_WORK,
     MCMC_LABEL,
+    STEPS,
     MCMCDiagnostics,
     MCMCDraw,
     MCMCWarning,
-    check_cap,
-    check_schedule,
+    check_steps,
     check_work,
     effective_sample_size,
     metropolis,
     split_rhat,
     warn_if_unconverged,
 )
+from dpledger.algorithms._params import (
+    Boolean,
+    Bound,
+    Constraint,
+    Delta,
+    Integer,
+    Options,
+    OrNone,
+    Parameters,
+    Probability,
+)
 from dpledger.algorithms._quantile_mcmc import _QuantileRelease
-from dpledger.algorithms.base import PrivateEstimator, store_parameters
-from dpledger.algorithms.linear import _clip_rows
+from dpledger.algorithms._rows import clip_rows
+from dpledger.algorithms.base import (
+    PrivateEstimator,
+    fill_docstring,
+    fit_context,
+    store_parameters,
+)
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms.knorm import NORMS
 from dpledger.mechanisms.regression import (
     MAX_PROPOSALS,
+    LinearRelease,
     SamplingError,
-    _LinearRelease,
     auto_ridge,
     exponential_linear_sample,
     kng_linear_sample,
@@ -170,33 +187,44 @@ def quantile_loss_range(tau: float, b: float, y_bound: float, theta_bound: float
 # -- estimators ---------------------------------------------------------------------------
 
 
-class _BoundedThetaRegression(RegressorMixin, PrivateEstimator):  # type: ignore[misc]
+class _Ridge(Constraint):
+    """``ridge``: "auto" or a positive finite number (A = XᵀX + ridge·I ⪰ ridge·I)."""
+
+    def check(self, name: str, value: Any, owner: str) -> Any:
+        if isinstance(value, str) and value == "auto":
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise InvalidArgumentError(
+                f"`{name}` must be 'auto' or a positive number. Found {shown(value)}."
+            )
+        ridge = check_real(name, value)  # beyond the float range: ±∞, refused below
+        if not (math.isfinite(ridge) and ridge > 0):
+            raise InvalidArgumentError(
+                f"`{name}` must be positive and finite: A = XᵀX + ridge·I ⪰ ridge·I keeps the "
+                "sampler proper and bounds its failure event's cost whatever the data. Found "
+                f"{shown(value)}."
+            )
+        return ridge
+
+
+#: the statistics (XᵀX over up to 2⁵³ rows), the sensitivity and the clipped rows must
+#: stay normal floats, or whether a fit fails would depend on the data
+_BOUND = Bound(limits=(_MIN_BOUND, _MAX_BOUND))
+
+
+class _BoundedThetaRegression(LinearRegressorMixin, LinearModel):
     """Shared parts: declared bounds, Θ, model rows (x, 1), coefficients, prediction."""
 
-    x_bound: Any
-    y_bound: Any
-    theta_bound: Any
-    fit_intercept: Any
-
-    _row_norm = "l2"
-
-    def _bounds(self) -> tuple[float, float, float]:
-        x_bound = self._bound("x_bound", self.x_bound)
-        y_bound = self._bound("y_bound", self.y_bound)
-        theta_bound = self._bound("theta_bound", self.theta_bound)
-        for name, value in (
-            ("x_bound", x_bound),
-            ("y_bound", y_bound),
-            ("theta_bound", theta_bound),
-        ):
-            if not _MIN_BOUND <= value <= _MAX_BOUND:
-                raise InvalidArgumentError(
-                    f"`{name}` must lie in [2**-900, 2**470] ≈ [1.2e-271, 3.0e141]: the "
-                    "statistics (XᵀX over up to 2⁵³ rows), the sensitivity and the clipped "
-                    "rows must stay normal floats, or whether a fit fails would depend on "
-                    f"the data (rescale the data instead). Found {value!r}."
-                )
-        return x_bound, y_bound, theta_bound
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **PrivateEstimator._parameter_constraints,
+        "delta": Delta(),
+        "x_bound": _BOUND,
+        "y_bound": _BOUND,
+        "theta_bound": _BOUND,
+        "fit_intercept": Boolean(),
+    }
+    #: the exact samplers and the Metropolis chains draw no grid noise
+    _fixed_parameters: ClassVar[dict[str, Any]] = {"safe_noise": False}
 
     @staticmethod
     def _check_sensitivity(sensitivity: float, epsilon: float) -> None:
@@ -217,70 +245,54 @@ class _BoundedThetaRegression(RegressorMixin, PrivateEstimator):  # type: ignore
                 "Δ/ε is below the normal float range (the noise would vanish)."
             )
 
-    def _model_rows(self, X: np.ndarray, y: np.ndarray | None, norm: str) -> Any:
-        x_bound, y_bound, _ = self._bounds()
-        Z = _clip_rows(X, x_bound, norm)
-        if self.fit_intercept:
-            Z = np.hstack([Z, np.ones((Z.shape[0], 1))])
-        return Z, (None if y is None else np.clip(y, -y_bound, y_bound))
+    def _model_rows(self, norm: str) -> _data.Transform:
+        """The record-local map onto model rows: x clipped in ``norm`` (then 1), y clipped."""
+        params = self._params
+        x_bound, y_bound, intercept = params.x_bound, params.y_bound, params.fit_intercept
+
+        def rows(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
+            Z = clip_rows(X, x_bound, norm)
+            if intercept:
+                Z = np.hstack([Z, np.ones((Z.shape[0], 1))])
+            return Z, (None if y is None else np.clip(y, -y_bound, y_bound))
+
+        return rows
 
     def _dimension(self, features: int) -> int:
-        return features + (1 if self.fit_intercept else 0)
+        return features + (1 if self._params.fit_intercept else 0)
 
     def _set_theta(self, theta: np.ndarray, features: int) -> None:
         self.theta_ = np.asarray(theta, dtype=float)
         self.coef_ = self.theta_[:features].copy()
-        self.intercept_ = float(self.theta_[features]) if self.fit_intercept else 0.0
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Predictions x·coef_ + intercept_ (post-processing of the released θ)."""
-        X = self._fitted_input(X, "coef_")
-        if _data.is_dask(X):
-            return X @ self.coef_ + self.intercept_  # type: ignore[no-any-return]
-        return np.asarray(X @ self.coef_ + self.intercept_)
+        self.intercept_ = float(self.theta_[features]) if self._params.fit_intercept else 0.0
 
 
 class _LinearRegression(_BoundedThetaRegression):
     """Squared loss Σ(yᵢ − zᵢᵀθ)² + ridge·‖θ‖², sampled exactly from (XᵀX, Xᵀy)."""
 
-    ridge: Any
-    max_proposals: Any
     _kind = "kng"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **_BoundedThetaRegression._parameter_constraints,
+        "ridge": _Ridge(),
+        "norm": Options(
+            ("l2",),
+            why="the exact sampler of KNG linear regression; ℓ₁ and ℓ∞ gradients are not "
+            "implemented",
+        ),
+        "max_proposals": Integer(1, MAX_PROPOSALS, why="no hang"),
+    }
 
     def _sensitivity(self, b: float, y_bound: float, theta_bound: float, adjacency: str) -> float:
         raise NotImplementedError
 
-    def _ridge(self, epsilon: float, b: float) -> float:
-        """``ridge``: "auto" (:func:`auto_ridge`) or a positive finite number."""
-        ridge = self.ridge
-        if isinstance(ridge, str) and ridge == "auto":
-            return auto_ridge(self._kind, epsilon, b)
-        if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.integer, np.floating)):
-            raise InvalidArgumentError(
-                f"`ridge` must be 'auto' or a positive number. Found {ridge!r}."
-            )
-        if not (math.isfinite(ridge) and ridge > 0):
-            raise InvalidArgumentError(
-                "`ridge` must be positive and finite: A = XᵀX + ridge·I ⪰ ridge·I keeps the "
-                "sampler proper and bounds its failure event's cost whatever the data. Found "
-                f"{ridge!r}."
-            )
-        return float(ridge)
-
+    @fit_context
     def fit(self, X: Any, y: Any) -> Any:
         """Validate, compute (XᵀX, Xᵀy) of the clipped rows, charge ε, draw θ ∈ Θ."""
-        epsilon, _ = self._budget()
-        adjacency = self._adjacency()
-        ledger = self._shared_ledger()
-        x_bound, y_bound, theta_bound = self._bounds()
-        b = row_bound(x_bound, bool(self.fit_intercept))
-        ridge = self._ridge(epsilon, b)
-        if getattr(self, "norm", "l2") != "l2":
-            raise InvalidArgumentError(
-                "`norm` must be 'l2' for KNG linear regression (the exact sampler); ℓ₁ and ℓ∞ "
-                f"gradients are not implemented. Found {self.norm!r}."
-            )
-        max_proposals = check_cap("max_proposals", self.max_proposals, MAX_PROPOSALS)
+        params = self._params
+        epsilon, adjacency, max_proposals = params.epsilon, params.adjacency, params.max_proposals
+        x_bound, y_bound, theta_bound = params.x_bound, params.y_bound, params.theta_bound
+        b = row_bound(x_bound, params.fit_intercept)
+        ridge = auto_ridge(self._kind, epsilon, b) if params.ridge == "auto" else params.ridge
         sensitivity = self._sensitivity(b, y_bound, theta_bound, adjacency)
         self._check_sensitivity(sensitivity, epsilon)
         X = _data.as_design(X)
@@ -289,13 +301,13 @@ class _LinearRegression(_BoundedThetaRegression):
         stats = _data.sufficient_statistics(
             X,
             y,
-            lambda Xb, yb: self._model_rows(Xb, yb, "l2"),
+            self._model_rows("l2"),
             _data.Moments(lambda Z, yc: (None, yc, None), row_norm=b, b=(-y_bound, y_bound)),
         )
         gram, moment = stats.gram, stats.vector
         features = int(X.shape[1])
         self.n_features_in_ = features
-        mechanism = _LinearRelease(
+        mechanism = LinearRelease(
             self._kind,
             epsilon,
             sensitivity,
@@ -311,7 +323,8 @@ class _LinearRegression(_BoundedThetaRegression):
             f"theta ({'KNG' if self._kind == 'kng' else 'exponential mechanism'}, exact "
             f"sampler, Δ={sensitivity:.6g}, ‖θ‖₂≤{theta_bound:g})"
         )
-        (theta,) = self._release(self._reserve([mechanism], ledger), [(label, (gram, moment))])
+        reservation = self._reserve([mechanism], params.ledger)
+        (theta,) = self._release(reservation, [(label, (gram, moment))])
         self.sensitivity_ = sensitivity
         self.ridge_ = ridge
         self.sampler_epsilon_ = mechanism.sampler_epsilon
@@ -364,6 +377,11 @@ class KNGLinearRegression(_LinearRegression):
         True
         >>> model.releases_
         [BoundedRange(epsilon=1.0)]
+
+    Attributes:
+        sensitivity_: Δ₂, the L2 sensitivity of the gradient on Θ the density was sized for.
+        {sampler}
+        {fitted}
     """
 
     _kind = "kng"
@@ -416,6 +434,11 @@ class ExponentialLinearRegression(_LinearRegression):
         max_proposals: Public mean of the Geometric proposal budget (≤ 10⁸).
         ledger: A shared ledger, or None for a per-fit ledger.
         rng: numpy Generator or int seed, or None.
+
+    Attributes:
+        sensitivity_: Δ_ℓ, the range of the loss on Θ the density was sized for.
+        {sampler}
+        {fitted}
     """
 
     _kind = "exponential"
@@ -444,26 +467,29 @@ class ExponentialLinearRegression(_LinearRegression):
 class _QuantileRegression(_BoundedThetaRegression):
     """Check loss Σρ_τ(yᵢ − zᵢᵀθ), sampled by Metropolis (in-memory rows)."""
 
-    tau: Any
-    chains: Any
-    burn_in: Any
-    samples: Any
-    data_size: Any
-    diagnostics: Any
     _kind = "kng"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **_BoundedThetaRegression._parameter_constraints,
+        "tau": Probability(low_open=True, high_open=True),
+        "norm": Options(NORMS),
+        "chains": CHAINS,
+        "burn_in": STEPS,
+        "samples": STEPS,
+        "data_size": OrNone(Integer(1, _data.MAX_ROWS, why="a public count of rows")),
+        "diagnostics": Boolean(),
+    }
 
-    def _norm(self) -> str:
-        return "l2"
+    def _check_parameters(self, params: Parameters) -> None:
+        super()._check_parameters(params)
+        check_steps(params.burn_in, params.samples)
 
+    @fit_context
     def fit(self, X: Any, y: Any) -> Any:
         """Validate, clip the rows, charge ε, run the chains, release one θ ∈ Θ."""
-        epsilon, _ = self._budget()
-        adjacency = self._adjacency()
-        ledger = self._shared_ledger()
-        x_bound, y_bound, theta_bound = self._bounds()
-        tau = check_probability("tau", self.tau, low_open=True, high_open=True)
-        norm = self._norm()
-        chains, burn_in, samples = check_schedule(self.chains, self.burn_in, self.samples)
+        params = self._params
+        epsilon, adjacency, tau, norm = params.epsilon, params.adjacency, params.tau, params.norm
+        x_bound, y_bound, theta_bound = params.x_bound, params.y_bound, params.theta_bound
+        chains, burn_in, samples = params.chains, params.burn_in, params.samples
         Xd = _data.as_design(X)
         if _data.is_dask(Xd):
             raise InvalidArgumentError(
@@ -471,17 +497,17 @@ class _QuantileRegression(_BoundedThetaRegression):
                 "in-memory data (numpy/pandas), not dask."
             )
         yd = _data.as_target(y, Xd.shape[0])
-        Z, yc = self._model_rows(Xd, yd, norm)
+        Z, yc = self._model_rows(norm)(Xd, yd)
         rows = self._public_rows(adjacency, int(Z.shape[0]))
-        counted = "`data_size`" if self.data_size is not None else "rows"
+        counted = "`data_size`" if params.data_size is not None else "rows"
         check_work(chains, burn_in, samples, rows, int(Z.shape[1]), counted)
         features = int(Xd.shape[1])
         self.n_features_in_ = features
         if self._kind == "kng":
-            b = row_bound(x_bound, bool(self.fit_intercept), norm)
+            b = row_bound(x_bound, params.fit_intercept, norm)
             sensitivity = quantile_gradient_sensitivity(tau, b, adjacency)
         else:
-            b = row_bound(x_bound, bool(self.fit_intercept))
+            b = row_bound(x_bound, params.fit_intercept)
             sensitivity = quantile_loss_range(tau, b, y_bound, theta_bound)
         self._check_sensitivity(sensitivity, epsilon)
         mechanism = _QuantileRelease(
@@ -498,9 +524,9 @@ class _QuantileRegression(_BoundedThetaRegression):
         )
         name = "KNG" if self._kind == "kng" else "exponential mechanism"
         label = f"theta ({name}, τ={tau:g}, Δ={sensitivity:.6g}; {MCMC_LABEL})"
-        (draw,) = self._release(self._reserve([mechanism], ledger), [(label, (Z, yc))])
+        (draw,) = self._release(self._reserve([mechanism], params.ledger), [(label, (Z, yc))])
         self.sensitivity_ = sensitivity
-        if self.diagnostics:
+        if params.diagnostics:
             self.mcmc_diagnostics_ = draw.diagnostics
             warn_if_unconverged(draw.diagnostics, type(self).__name__)
         self._set_theta(draw.theta, features)
@@ -513,12 +539,9 @@ class _QuantileRegression(_BoundedThetaRegression):
         (a release of ε = ∞). So the cap counts the declared ``data_size``, n under
         replace-one (neighbours share it), and no rows at all otherwise.
         """
-        if not isinstance(self.diagnostics, (bool, np.bool_)):
-            raise InvalidArgumentError(
-                f"`diagnostics` must be True or False. Found {self.diagnostics!r}."
-            )
-        if self.data_size is not None:
-            return check_int_at_least("data_size", self.data_size, 1)
+        data_size: int | None = self._params.data_size
+        if data_size is not None:
+            return data_size
         return rows if adjacency == ev.REPLACE_ONE else None
 
 
@@ -549,16 +572,12 @@ class KNGQuantileRegression(_QuantileRegression):
         tau: The quantile level τ ∈ (0, 1).
         norm: The K-norm of the gradient: "l1", "l2" or "linf".
         fit_intercept: Append the public constant column 1 (counted in the row bound).
-        chains: Number of Metropolis chains (2 to 64; default 4).
-        burn_in: Adaptive burn-in steps per chain (discarded).
-        samples: Kept steps per chain (for the diagnostics).
-        data_size: Public row count for the work cap ``MAX_MCMC_WORK`` (optional; under
-            add/remove without it the cap counts no rows, since n is private).
-        diagnostics: Set ``mcmc_diagnostics_`` and warn (:class:`MCMCWarning`) when the
-            chains look unconverged. Off by default: both are functions of the data
-            outside the guarantee, for the data holder only.
-        ledger: A shared ledger, or None for a per-fit ledger.
-        rng: numpy Generator or int seed, or None.
+        {mcmc}
+
+    Attributes:
+        sensitivity_: Δ_K, the K-norm sensitivity of the gradient the density was sized for.
+        mcmc_diagnostics_: {diagnostics}
+        {fitted}
     """
 
     _kind = "kng"
@@ -585,9 +604,6 @@ class KNGQuantileRegression(_QuantileRegression):
     ) -> None:
         store_parameters(self, locals())
 
-    def _norm(self) -> str:
-        return check_choice("norm", self.norm, NORMS)
-
 
 class ExponentialQuantileRegression(_QuantileRegression):
     """Quantile regression by the exponential mechanism on Θ, sampled by MCMC.
@@ -607,19 +623,20 @@ class ExponentialQuantileRegression(_QuantileRegression):
         adjacency: "add_remove" or "replace_one" (declared).
         tau: The quantile level τ ∈ (0, 1).
         fit_intercept: Append the public constant column 1 (counted in the row bound).
-        chains: Number of Metropolis chains (2 to 64; default 4).
-        burn_in: Adaptive burn-in steps per chain (discarded).
-        samples: Kept steps per chain (for the diagnostics).
-        data_size: Public row count for the work cap ``MAX_MCMC_WORK`` (optional; under
-            add/remove without it the cap counts no rows, since n is private).
-        diagnostics: Set ``mcmc_diagnostics_`` and warn (:class:`MCMCWarning`) when the
-            chains look unconverged. Off by default: both are functions of the data
-            outside the guarantee, for the data holder only.
-        ledger: A shared ledger, or None for a per-fit ledger.
-        rng: numpy Generator or int seed, or None.
+        {mcmc}
+
+    Attributes:
+        sensitivity_: Δ_ℓ, the range of the check loss on Θ the density was sized for.
+        mcmc_diagnostics_: {diagnostics}
+        {fitted}
     """
 
     _kind = "exponential"
+    #: the gradient's K-norm does not enter the exponential mechanism: rows are clipped in ℓ₂
+    _fixed_parameters: ClassVar[dict[str, Any]] = {
+        **_QuantileRegression._fixed_parameters,
+        "norm": "l2",
+    }
 
     def __init__(
         self,
@@ -642,5 +659,41 @@ class ExponentialQuantileRegression(_QuantileRegression):
     ) -> None:
         store_parameters(self, locals())
 
+
+_MCMC_ARGS = """chains: Number of Metropolis chains (2 to 64; default 4).
+        burn_in: Adaptive burn-in steps per chain (discarded).
+        samples: Kept steps per chain (for the diagnostics).
+        data_size: Public row count for the work cap ``MAX_MCMC_WORK`` (optional; under
+            add/remove without it the cap counts no rows, since n is private).
+        diagnostics: Set ``mcmc_diagnostics_`` and warn (:class:`MCMCWarning`) when the
+            chains look unconverged. Off by default: both are functions of the data
+            outside the guarantee, for the data holder only.
+        ledger: A shared ledger, or None for a per-fit ledger.
+        rng: numpy Generator or int seed, or None."""
+
+_SAMPLER = """ridge_: The ridge λ used (``ridge``, or the "auto" value).
+        sampler_epsilon_: The ε of the density the sampler draws from (what is left of ε
+            after the cost of the sampler's failure event)."""
+
+_DIAGNOSTICS = """The chains' acceptance rates, effective sample sizes and split R̂
+            (:class:`MCMCDiagnostics`): functions of the data outside the guarantee, for
+            the data holder only. Only with ``diagnostics=True``."""
+
+_FITTED = """coef_: The released θ's coefficients (its first ``n_features_in_`` entries).
+        intercept_: The released θ's last entry (0.0 without ``fit_intercept``).
+        theta_: The released θ = (coef, intercept) ∈ Θ.
+        n_features_in_: The number of features (columns) of ``X`` in fit.
+        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        releases_: The events charged: one :class:`~dpledger.events.BoundedRange` (ε)."""
+
+for _cls in (
+    KNGLinearRegression,
+    ExponentialLinearRegression,
+    KNGQuantileRegression,
+    ExponentialQuantileRegression,
+):
+    fill_docstring(
+        _cls, mcmc=_MCMC_ARGS, sampler=_SAMPLER, diagnostics=_DIAGNOSTICS, fitted=_FITTED
+    )
 
 __dir__ = namespace(__all__)

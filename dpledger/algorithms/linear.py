@@ -54,31 +54,35 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import special
-from sklearn.base import RegressorMixin
 
 from dpledger._numerics import sum_up
 from dpledger._public import namespace
-from dpledger._validation import check_probability, check_reals
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
+from dpledger.algorithms._linear_base import (  # FALLBACK_RIDGE, solve_ridge: re-exported
+    FALLBACK_RIDGE,
+    BinaryClassifierMixin,
+    LinearRegressorMixin,
+    SufficientStatisticsModel,
+    solve_ridge,
+)
+from dpledger.algorithms._params import Constraint, Delta, OrNone, Probability, Shares
 from dpledger.algorithms.base import (
-    PrivateEstimator,
+    fit_context,
     store_parameters,
     symmetric_from_upper,
     upper,
 )
-from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import ExactValue, Gaussian, default_granularity
 
 __all__ = ["ADASSP", "FALLBACK_RIDGE", "SSP", "BinaryClassifierOutputs", "solve_ridge"]
 
-#: The ridge used when the noisy Gram matrix has no positive eigenvalue and no other
-#: ridge applies (public, in scaled units: Wang's code adds the identity throughout).
-FALLBACK_RIDGE = 1.0
+#: The former name of :class:`~._linear_base.BinaryClassifierMixin` (kept importable).
+BinaryClassifierOutputs = BinaryClassifierMixin
 
 
 def _sensitivities(adjacency: str) -> tuple[float, float, float]:
@@ -88,257 +92,7 @@ def _sensitivities(adjacency: str) -> tuple[float, float, float]:
     return 1.0, 1.0, 1.0
 
 
-def solve_ridge(gram: np.ndarray, moment: np.ndarray, ridge: float) -> np.ndarray:
-    """θ = (M₊ + ridge·I)⁺ b for the noisy symmetric M, robust to indefinite noise.
-
-    Post-processing of released values only: M is symmetrised and its eigenvalues
-    projected onto [0, ∞). Directions left with no positive curvature (the projected ones,
-    when ``ridge`` is 0) get no coefficient — a pseudo-inverse, never a division by a
-    tiny number that would amplify the noise; if no direction is left at all (every
-    eigenvalue of M non-positive and no ridge), :data:`FALLBACK_RIDGE` is used instead.
-    """
-    symmetric = (gram + gram.T) / 2.0
-    values, vectors = np.linalg.eigh(symmetric)
-    shifted = np.maximum(values, 0.0) + max(ridge, 0.0)
-    keep = shifted > max(float(shifted.max()) * 1e-12, 1e-300)
-    if not keep.any():
-        shifted, keep = np.full_like(shifted, FALLBACK_RIDGE), np.ones_like(keep)
-    projected = vectors.T @ moment
-    coefficients = np.where(keep, projected / np.where(keep, shifted, 1.0), 0.0)
-    return np.asarray(vectors @ coefficients)
-
-
-def _row_norms(X: np.ndarray) -> np.ndarray:
-    """‖row‖₂ of every row, exact even where the squares under- or overflow."""
-    squares = np.einsum("ij,ij->i", X, X)
-    norms = np.sqrt(squares)
-    risky = (squares < 1e-280) | ~np.isfinite(squares)
-    if risky.any():  # rescale by the largest entry first (as a careful norm does)
-        sub = X[risky]
-        top = np.max(np.abs(sub), axis=1)
-        unit = sub / np.where(top > 0, top, 1.0)[:, None]
-        norms[risky] = top * np.sqrt(np.einsum("ij,ij->i", unit, unit))
-    return np.asarray(norms)
-
-
-def _norms(X: np.ndarray, norm: str) -> np.ndarray:
-    """‖x‖_K of every row: "l2" (no under- or overflow), "l1" (∞ if it overflows), or ℓ∞."""
-    if norm == "l2":
-        return _row_norms(X)
-    if norm == "l1":
-        return np.asarray(np.abs(X).sum(axis=1))
-    return np.asarray(np.abs(X).max(axis=1))
-
-
-def _clip_rows(X: np.ndarray, bound: float, norm: str) -> np.ndarray:
-    """Rows with ‖x‖_K > bound scaled onto the sphere of radius bound (record-local).
-
-    A new array (the input is not modified); :func:`_shrink_rows` does it in place.
-    """
-    clipped = np.array(X, dtype=float, order="C", copy=True)  # one summation order
-    _shrink_rows(clipped, bound, norm)
-    return clipped
-
-
-def _shrink_rows(X: np.ndarray, bound: float, norm: str) -> None:
-    """Scale, in place, the rows with ‖x‖_K > bound onto the sphere of radius bound.
-
-    The *exact* norm of every row is ≤ bound afterwards: rows are brought to a computed
-    norm ≤ bound·(1 − 2(d + 2)u) (u = 2⁻⁵³), and a computed ℓ₁ or ℓ₂ norm of d entries is
-    within a relative (d + 2)u of the exact one (entries ≥ 2⁻⁹⁰⁰·2⁻⁴⁰ are normal, the
-    bound is ≥ 2⁻⁹⁰⁰: no subnormal rounding); ℓ∞ is exact. Only the rows that are over
-    are touched (read once, written once): the others keep their values exactly.
-    """
-    if X.dtype != np.float64 or not X.flags.c_contiguous or not X.flags.writeable:
-        raise InvalidArgumentError("internal error: rows to shrink must be C-contiguous floats.")
-    d = X.shape[1] if X.ndim == 2 else 1
-    target = bound * (1.0 - 2.0 * (d + 2) * 2.0**-53)
-    norms = _norms(X, norm)
-    huge = ~np.isfinite(norms)  # a finite row whose norm overflows: far above the bound
-    if huge.any():  # in units of its largest entry first, then onto the sphere below
-        X[huge] /= np.max(np.abs(X[huge]), axis=1)[:, None]
-        norms[huge] = _norms(np.ascontiguousarray(X[huge]), norm)
-    over = np.flatnonzero((norms > target) | huge)
-    if over.size == 0:
-        return
-    part = X[over]
-    part *= (target / np.where(norms[over] > 0, norms[over], 1.0))[:, None]
-    # rounding may leave a scaled row a hair above the target: shrink it by a margin of
-    # the norm's own error size, doubled each pass (one pass suffices in practice; the
-    # row's direction is kept)
-    margin = 2.0 * (d + 2) * 2.0**-53
-    for _ in range(60):
-        after = _norms(part, norm)
-        still = after > target
-        if not still.any():
-            X[over] = part
-            return
-        part[still] *= (target / after[still] * (1.0 - margin))[:, None]
-        margin = min(2.0 * margin, 0.5)
-    raise InvalidArgumentError("internal error: a clipped row stayed outside `x_bound`.")
-
-
-def _enforce_unit_norm(Xs: np.ndarray) -> None:
-    """Shrink, in place, the rows whose *exact* norm could exceed 1 by rounding.
-
-    :func:`_shrink_rows` with bound 1: every row's exact norm is ≤ 1 afterwards (before, a
-    row's computed norm was brought to ≤ 1, and its exact norm could still exceed 1 by
-    2e-16, beyond the sensitivities without slack under ``safe_noise=False``).
-    """
-    _shrink_rows(Xs, 1.0, "l2")
-
-
-def _scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
-    """Rows clipped to ``x_bound`` and divided by it (or unit-normed): ‖row‖ ≤ 1, always.
-
-    Record-local. The norms are computed without under- or overflow, and the result is
-    re-checked, so no row leaves the unit ball — not even by rounding, and not a row of
-    subnormal entries whose squares would vanish.
-    """
-    if unit:
-        # each row to the sphere (a zero row stays zero), in units of its largest entry
-        # first: 1/‖x‖ overflows for a subnormal row ([1e-310, 0] became NaN, and whether
-        # a fit refused then depended on that one record)
-        top = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
-        X = X / np.where(top > 0, top, 1.0)[:, None]
-    norms = _row_norms(X)
-    positive = norms > 0
-    inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=positive)
-    # unit: onto the sphere; else clipped to x_bound, scaled
-    factor = inverse if unit else np.where(positive, np.minimum(1.0 / x_bound, inverse), 0.0)
-    Xs: np.ndarray = np.multiply(X, factor[:, None], order="C", dtype=float)  # C order
-    _enforce_unit_norm(Xs)
-    return Xs
-
-
-def _data_units(
-    theta: np.ndarray, features: int, x_bound: float, y_scale: float, fit_intercept: bool
-) -> tuple[np.ndarray, float]:
-    """(coef, intercept) in data units from θ fitted on the scaled rows.
-
-    The rows were divided by ``x_bound`` and, with an intercept, augmented by the constant
-    column and divided by √2; the target was divided by ``y_scale`` (1 where the labels
-    were not scaled). Post-processing of the released θ.
-    """
-    shrink = math.sqrt(2.0) if fit_intercept else 1.0
-    coef = y_scale * theta[:features] / (x_bound * shrink)
-    intercept = float(y_scale * theta[features] / shrink) if fit_intercept else 0.0
-    return coef, intercept
-
-
-class _SufficientStatisticsRegression(RegressorMixin, PrivateEstimator):  # type: ignore[misc]
-    """Shared parts of SSP and ADASSP: scaling, statistics, prediction."""
-
-    fit_intercept: Any
-    x_bound: Any
-    y_bound: Any
-    safe_noise: Any
-
-    def _rows(self) -> Any:
-        """Rows on the unit ball: clipped to ``x_bound`` and scaled by it (or unit-normed).
-
-        With ``row_norm="unit"`` every row is scaled to norm 1 instead; then the
-        intercept column is appended and the row rescaled by 1/√2.
-        """
-        x_bound = self._bound("x_bound", self.x_bound)
-        intercept = bool(self.fit_intercept)
-        row_norm = getattr(self, "row_norm", "clip")
-        if row_norm not in ("clip", "unit"):
-            raise InvalidArgumentError(
-                f"`row_norm` must be 'clip' (rows beyond x_bound are clipped to it) or 'unit' "
-                f"(every row scaled to norm x_bound, as in Wang's experiments). Found {row_norm!r}."
-            )
-        unit = row_norm == "unit"
-
-        def rows(X: np.ndarray) -> np.ndarray:
-            Xs = _scale_rows(X, x_bound, unit)
-            if intercept:
-                Xs = np.hstack([Xs, np.ones((Xs.shape[0], 1))]) / math.sqrt(2.0)
-                _enforce_unit_norm(Xs)
-            return Xs
-
-        return rows
-
-    def _transform(self) -> _data.Transform:
-        rows = self._rows()
-        y_bound = self._bound("y_bound", self.y_bound)
-
-        def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
-            ys = None if y is None else np.clip(y, -y_bound, y_bound) / y_bound
-            return rows(X), ys
-
-        return transform
-
-    def _binary_labels(self, message: str) -> _data.Transform:
-        """Rows as :meth:`_rows` scales them, and labels refused unless 0 or 1 (``message``).
-
-        The labels are kept as they are (not scaled): for models of a binary outcome.
-        """
-        rows = self._rows()
-
-        def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
-            if y is not None and not np.all((y == 0) | (y == 1)):
-                raise InvalidArgumentError(message)
-            return rows(X), y
-
-        return transform
-
-    def _statistics(self, X: Any, y: Any) -> tuple[_data.Statistics, int]:
-        """X̃ᵀX̃ and X̃ᵀỹ (float, and exact for the releases), and the number of features."""
-        X = _data.as_design(X)
-        rows = None if _data.is_dask(X) else X.shape[0]
-        y = _data.as_target(y, rows)
-        stats = _data.sufficient_statistics(X, y, self._transform())
-        self.n_features_in_ = int(X.shape[1])
-        return stats, int(X.shape[1])
-
-    def _gaussian(self, sigma: float, sensitivity: float, dimension: int) -> Gaussian:
-        return Gaussian(sigma, sensitivity, dimension=dimension, safe=bool(self.safe_noise))
-
-    def _set_coefficients(
-        self, theta: np.ndarray, features: int, y_scale: float | None = None
-    ) -> None:
-        """coef_ and intercept_ in data units (:func:`_data_units`) from θ on the scaled rows.
-
-        The target was divided by ``y_scale``: ``y_bound`` by default, 1 where the labels
-        were not scaled. One mapping for every estimator (and for :class:`.cape.CapeFM`).
-        """
-        scale = float(self.y_bound) if y_scale is None else y_scale
-        self.coef_, self.intercept_ = _data_units(
-            theta, features, float(self.x_bound), scale, bool(self.fit_intercept)
-        )
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Predictions x·coef_ + intercept_ (post-processing of the released statistics)."""
-        X = self._fitted_input(X, "coef_")
-        if _data.is_dask(X):  # lazily, partition by partition: never gathered
-            return X @ self.coef_ + self.intercept_  # type: ignore[no-any-return]
-        return np.asarray(X @ self.coef_ + self.intercept_)
-
-
-class BinaryClassifierOutputs:
-    """predict / predict_proba / decision_function of a logistic model (labels 0 and 1).
-
-    Post-processing of the fitted coefficients only; ``classes_`` is [0, 1].
-    """
-
-    classes_ = np.array([0, 1])
-
-    def decision_function(self, X: Any) -> np.ndarray:
-        """The log-odds x·coef_ + intercept_."""
-        return np.asarray(_SufficientStatisticsRegression.predict(self, X))  # type: ignore[arg-type]
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """[P(y = 0), P(y = 1)] per row."""
-        p = special.expit(self.decision_function(X))
-        return np.column_stack([1.0 - p, p])
-
-    def predict(self, X: Any) -> np.ndarray:
-        """The more probable label."""
-        return (self.decision_function(X) > 0).astype(int)
-
-
-class ADASSP(_SufficientStatisticsRegression):
+class ADASSP(LinearRegressorMixin, SufficientStatisticsModel):
     """ADASSP: adaptive sufficient-statistics perturbation (Wang 2018, Alg. 2).
 
     Releases a noisy λ_min(X̃ᵀX̃), shifted down so that it underestimates λ_min with
@@ -370,6 +124,14 @@ class ADASSP(_SufficientStatisticsRegression):
             a Gaussian; vulnerable to floating-point attacks — reproduction only).
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
 
+    Attributes:
+        coef_: The coefficients θ̂ in data units (post-processing of the releases).
+        intercept_: The intercept in the units of y (0.0 without ``fit_intercept``).
+        ridge_: The ridge λ the noisy normal equations were solved with (in scaled units).
+        n_features_in_: The number of features (columns) of ``X`` in fit.
+        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        releases_: The events charged, in order (λ_min, X̃ᵀX̃, X̃ᵀỹ).
+
     Example:
         >>> import numpy as np
         >>> from dpledger.algorithms import ADASSP
@@ -381,6 +143,13 @@ class ADASSP(_SufficientStatisticsRegression):
         >>> len(model.releases_), round(model.ledger_.spent[0], 6) <= 1.0
         (3, True)
     """
+
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **SufficientStatisticsModel._parameter_constraints,
+        "delta": Delta(gaussian=True),
+        "rho": Probability(low_open=True, high_open=True),
+        "budget_split": OrNone(Shares(3, of="(lambda_min, XtX, Xty)")),
+    }
 
     def __init__(
         self,
@@ -402,40 +171,31 @@ class ADASSP(_SufficientStatisticsRegression):
         store_parameters(self, locals())
 
     def _split(self) -> tuple[float, float, float]:
-        if self.budget_split is None:
+        shares = self._params.budget_split
+        if shares is None:
             return 0.1, 0.45, 0.45
-        shares = check_reals("budget_split", self.budget_split)
-        if len(shares) != 3 or any(not (s > 0 and math.isfinite(s)) for s in shares):
-            raise InvalidArgumentError(
-                "`budget_split` must be three positive shares for (lambda_min, XtX, Xty). "
-                f"Found {self.budget_split!r}."
-            )
         total = math.fsum(shares)
         return shares[0] / total, shares[1] / total, shares[2] / total
 
+    @fit_context
     def fit(self, X: Any, y: Any) -> ADASSP:
         """Check the schedule fits the ledger, release the three statistics, solve."""
-        epsilon, delta = self._budget()
-        if delta == 0:
-            raise InvalidArgumentError("ADASSP releases Gaussian noise: `delta` must be > 0.")
-        adjacency = self._adjacency()
-        variant = self._variant()
-        ledger = self._fit_ledger()
-        rho = check_probability("rho", self.rho, low_open=True, high_open=True)
+        params = self._params
+        epsilon, delta, rho, ledger = params.epsilon, params.delta, params.rho, params.ledger
         split = self._split()
         stats, features = self._statistics(X, y)
         exact = stats.exact
         d = stats.gram.shape[0]
         entries = d * (d + 1) // 2
-        deltas = _sensitivities(adjacency)
-        safe = bool(self.safe_noise)
+        deltas = _sensitivities(params.adjacency)
+        safe = params.safe_noise
 
         def lam_mechanism(sigma: float) -> Gaussian:
             # the certified grid index of λ_min is ⌊λ/γ⌋ or one below it
             # (:func:`._eigen.min_eigenvalue_steps`): one grid step more than Weyl's 1
             if not safe:
                 return self._gaussian(sigma, deltas[0], 1)
-            # Δ + γ rounded up (a float sum could round the extra step away: helper-36)
+            # Δ + γ rounded up (a float sum could round the extra step away)
             return self._gaussian(sigma, sum_up(deltas[0], default_granularity(sigma)), 1)
 
         def schedule(sigmas: Sequence[float]) -> list[Gaussian]:
@@ -445,7 +205,7 @@ class ADASSP(_SufficientStatisticsRegression):
                 self._gaussian(sigmas[2], deltas[2], d),
             ]
 
-        if variant == "published":
+        if params.variant == "published":
             sigma0 = math.sqrt(math.log(6.0 / delta)) / (epsilon / 3.0)
             reservation = self._reserve(schedule([sigma0] * 3), ledger)
             shift = math.log(6.0 / delta) / (epsilon / 3.0)
@@ -496,7 +256,7 @@ def _lambda_min(exact: _data.ExactSums, mechanism: Gaussian) -> Any:
     return ExactValue.from_integers(np.array([k], dtype=object), gamma)
 
 
-class SSP(_SufficientStatisticsRegression):
+class SSP(LinearRegressorMixin, SufficientStatisticsModel):
     """SSP: sufficient-statistics perturbation (Wang 2018; thesis Alg. 1).
 
     Releases X̃ᵀX̃ and X̃ᵀỹ with Gaussian noise and solves the normal equations on them
@@ -521,7 +281,19 @@ class SSP(_SufficientStatisticsRegression):
             with every copy (a second fit, or a clone's, is refused).
         safe_noise: Exact discrete noise (default) or floating-point Gaussian noise.
         rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+
+    Attributes:
+        coef_: The coefficients in data units (post-processing of the releases).
+        intercept_: The intercept in the units of y (0.0 without ``fit_intercept``).
+        n_features_in_: The number of features (columns) of ``X`` in fit.
+        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        releases_: The events charged, in order (X̃ᵀX̃, X̃ᵀỹ).
     """
+
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **SufficientStatisticsModel._parameter_constraints,
+        "delta": Delta(gaussian=True),
+    }
 
     def __init__(
         self,
@@ -540,19 +312,16 @@ class SSP(_SufficientStatisticsRegression):
     ) -> None:
         store_parameters(self, locals())
 
+    @fit_context
     def fit(self, X: Any, y: Any) -> SSP:
         """Check the schedule fits the ledger, release X̃ᵀX̃ and X̃ᵀỹ, solve."""
-        epsilon, delta = self._budget()
-        if delta == 0:
-            raise InvalidArgumentError("SSP releases Gaussian noise: `delta` must be > 0.")
-        adjacency = self._adjacency()
-        variant = self._variant()
-        ledger = self._fit_ledger()
+        params = self._params
+        epsilon, delta, ledger = params.epsilon, params.delta, params.ledger
         stats, features = self._statistics(X, y)
         exact = stats.exact
         d = stats.gram.shape[0]
-        _, delta_xx, delta_xy = _sensitivities(adjacency)
-        if variant == "published":
+        _, delta_xx, delta_xy = _sensitivities(params.adjacency)
+        if params.variant == "published":
             sigma = math.sqrt(math.log(4.0 / delta)) / epsilon
             mechanisms = [
                 self._gaussian(sigma, delta_xx, d * d),

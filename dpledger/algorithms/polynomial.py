@@ -33,7 +33,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import sympy
@@ -42,6 +42,8 @@ from dpledger._public import namespace
 from dpledger._validation import check_real
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
+from dpledger.algorithms._linear_base import LinearRegressorMixin
+from dpledger.algorithms._params import Constraint, InstanceOf
 from dpledger.algorithms.base import store_parameters
 from dpledger.algorithms.functional import _FunctionalMechanism
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
@@ -326,7 +328,7 @@ def poisson_loss(y_bound: float) -> PolynomialLoss:
     return PolynomialLoss(sympy.exp(M) - Y * M, labels=(0.0, y_bound), name="Poisson")
 
 
-class FMPolynomialRegression(_FunctionalMechanism):
+class FMPolynomialRegression(LinearRegressorMixin, _FunctionalMechanism):
     """Gaussian FM for any loss of the margin, expanded to second order by sympy.
 
     The coefficient arrays and their sensitivities come from ``loss`` (a
@@ -358,11 +360,28 @@ class FMPolynomialRegression(_FunctionalMechanism):
         ...                                x_bound=1.0, adjacency="replace_one", rng=0)
         >>> len(model.fit(X, y).releases_)  # C₁ and C₂ in one whitened release
         1
+
+    Attributes:
+        coef_: The minimiser's coefficients (the margin per unit of each feature).
+        intercept_: The margin at x = 0 (0.0 without ``fit_intercept``).
+        method_: "gaussian" (Gaussian FM, the only method here).
+        noise_scales_: (σ₁, σ₂), the noise on C₁ and on C₂'s upper triangle.
+        n_features_in_: The number of features (columns) of ``X`` in fit.
+        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        releases_: The events charged, in order.
     """
 
-    loss = "polynomial"
-    method = "gaussian"
-    variant = "calibrated"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **_FunctionalMechanism._parameter_constraints,
+        "loss": InstanceOf(
+            PolynomialLoss,
+            "a PolynomialLoss (e.g. huber_loss(), poisson_loss(10), or "
+            "PolynomialLoss(expression, labels=...))",
+        ),
+    }
+    _target_scaled = False  # the labels are in the loss's own domain
+    #: Gaussian FM, calibrated: the one method and variant this estimator supports
+    _fixed_parameters: ClassVar[dict[str, Any]] = {"method": "gaussian", "variant": "calibrated"}
 
     def __init__(
         self,
@@ -382,12 +401,8 @@ class FMPolynomialRegression(_FunctionalMechanism):
         store_parameters(self, locals())
 
     def _loss(self) -> PolynomialLoss:
-        if not isinstance(self.loss, PolynomialLoss):
-            raise InvalidArgumentError(
-                "`loss` must be a PolynomialLoss (e.g. huber_loss(), poisson_loss(10), or "
-                f"PolynomialLoss(expression, labels=...)). Found {self.loss!r}."
-            )
-        return self.loss
+        loss: PolynomialLoss = self._params.loss
+        return loss
 
     def _coefficients(self, X: Any, y: Any) -> tuple[ExactValue, ExactValue, ExactValue, int]:
         loss = self._loss()
@@ -412,12 +427,6 @@ class FMPolynomialRegression(_FunctionalMechanism):
         if loss.g[2].has(loss.label):  # g₂ varies with the label: compose the orders
             return None
         return super()._pair_terms(d)
-
-    def fit(self, X: Any, y: Any) -> FMPolynomialRegression:
-        """Release C₁ and C₂ of the expanded loss with noise and minimise the noisy loss."""
-        theta = self._fit_fm(X, y)
-        self._set_coefficients(theta, self.n_features_in_, y_scale=1.0)
-        return self
 
 
 __dir__ = namespace(__all__)

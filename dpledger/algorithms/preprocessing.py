@@ -24,7 +24,7 @@ larger of a thousandth of the range and three noise standard deviations of Σu²
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import TransformerMixin
@@ -32,7 +32,8 @@ from sklearn.base import TransformerMixin
 from dpledger._public import namespace
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.algorithms.base import PrivateEstimator, store_parameters
+from dpledger.algorithms._params import Constraint, Delta
+from dpledger.algorithms.base import PrivateEstimator, fit_context, store_parameters
 from dpledger.errors import InvalidArgumentError
 from dpledger.mechanisms import Gaussian
 
@@ -54,6 +55,56 @@ def _unit_sums(X: Any, unit: _data.Transform, features: int) -> tuple[float, _da
     )
     stats = _data.sufficient_statistics(X, None, rows, spec)
     return stats.scalar, stats.exact
+
+
+class _FeatureBounds(Constraint):
+    """Declared (lo, hi) bounds: one finite pair, or one per feature, lo < hi, finite width.
+
+    Checked as an array of pairs (n, 2) or one pair (2,); whether there is one pair per
+    feature needs the data's schema (its number of columns), so :func:`_per_feature`
+    checks that in ``fit``.
+    """
+
+    def check(self, name: str, value: Any, owner: str) -> np.ndarray:
+        if value is None:
+            raise InvalidArgumentError(
+                f"`{name}` must be declared, (lo, hi) for all features or one pair per "
+                "feature: bounds are never estimated from the data. Found None."
+            )
+        try:
+            pairs = np.asarray(value, dtype=float)
+        except (TypeError, ValueError, OverflowError):
+            raise InvalidArgumentError(
+                f"`{name}` must be (lo, hi) pairs of finite numbers. Found {value!r}."
+            ) from None
+        if pairs.shape != (2,) and (pairs.ndim != 2 or pairs.shape[1] != 2):
+            raise InvalidArgumentError(
+                f"`{name}` must be one (lo, hi) pair, or one per feature. Found {value!r}."
+            )
+        if not np.all(np.isfinite(pairs)):
+            raise InvalidArgumentError(
+                f"`{name}` must be (lo, hi) pairs of finite numbers. Found {value!r}."
+            )
+        lo, hi = pairs[..., 0], pairs[..., 1]
+        if not np.all(np.isfinite(hi - lo)):
+            raise InvalidArgumentError(
+                f"`{name}` must have a finite width hi − lo (rescale the data). Found {value!r}."
+            )
+        if np.any(lo >= hi):
+            raise InvalidArgumentError(f"`{name}` must have lo < hi. Found {value!r}.")
+        return pairs
+
+
+def _per_feature(pairs: np.ndarray, features: int, given: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) per feature from checked ``bounds`` (one pair for all, or one per feature)."""
+    if pairs.shape == (2,):
+        pairs = np.tile(pairs, (features, 1))
+    if pairs.shape != (features, 2):
+        raise InvalidArgumentError(
+            f"`bounds` must be one finite (lo, hi) pair, or {features} of them (one per "
+            f"feature). Found {given!r}."
+        )
+    return pairs[:, 0], pairs[:, 1]
 
 
 class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore[misc]
@@ -78,7 +129,22 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
         ...                                adjacency="add_remove", rng=0).fit(X)
         >>> np.round(scaler.mean_), np.round(scaler.scale_)
         (array([50., 50.]), array([10., 10.]))
+
+    Attributes:
+        mean_: The released mean of each feature (of the values clipped to its bounds).
+        var_: The released variance of each feature, floored (see the module docstring).
+        scale_: √var_, what ``transform`` divides by.
+        n_features_in_: The number of features (columns) of ``X`` in fit.
+        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        releases_: The events charged, in order (sums, sums of squares, and under
+            add/remove the count).
     """
+
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **PrivateEstimator._parameter_constraints,
+        "delta": Delta(gaussian=True),
+        "bounds": _FeatureBounds(),
+    }
 
     def __init__(
         self,
@@ -93,48 +159,14 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
     ) -> None:
         store_parameters(self, locals())
 
-    def _feature_bounds(self, features: int) -> tuple[np.ndarray, np.ndarray]:
-        if self.bounds is None:
-            raise InvalidArgumentError(
-                "`bounds` must be declared, (lo, hi) for all features or one pair per "
-                "feature: bounds are never estimated from the data. Found None."
-            )
-        try:
-            pairs = np.asarray(self.bounds, dtype=float)
-        except (TypeError, ValueError, OverflowError):
-            raise InvalidArgumentError(
-                f"`bounds` must be (lo, hi) pairs of finite numbers. Found {self.bounds!r}."
-            ) from None
-        if pairs.shape == (2,):
-            pairs = np.tile(pairs, (features, 1))
-        if pairs.shape != (features, 2) or not np.all(np.isfinite(pairs)):
-            raise InvalidArgumentError(
-                f"`bounds` must be one finite (lo, hi) pair, or {features} of them (one per "
-                f"feature). Found {self.bounds!r}."
-            )
-        lo, hi = pairs[:, 0], pairs[:, 1]
-        if not np.all(np.isfinite(hi - lo)):
-            raise InvalidArgumentError(
-                "`bounds` must have a finite width hi − lo (rescale the data). "
-                f"Found {self.bounds!r}."
-            )
-        if np.any(lo >= hi):
-            raise InvalidArgumentError(f"`bounds` must have lo < hi. Found {self.bounds!r}.")
-        return lo, hi
-
+    @fit_context
     def fit(self, X: Any, y: Any = None) -> PrivateStandardScaler:
         """Release the clipped sums, sums of squares and (add/remove) the count."""
-        epsilon, delta = self._budget()
-        if delta == 0:
-            raise InvalidArgumentError(
-                "PrivateStandardScaler releases Gaussian noise: `delta` must be > 0."
-            )
-        adjacency = self._adjacency()
-        ledger = self._fit_ledger()
+        params = self._params
+        epsilon, delta, adjacency = params.epsilon, params.delta, params.adjacency
         Xd = _data.as_design(X)
         features = int(Xd.shape[1])
-        lo, hi = self._feature_bounds(features)
-
+        lo, hi = _per_feature(params.bounds, features, self.bounds)
         width = hi - lo
 
         def unit(block: np.ndarray, _: Any) -> tuple[np.ndarray, None]:
@@ -146,7 +178,7 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
         # u ∈ [0, 1]: one record moves Σu and Σu² by at most 1 per feature, either way
         root_d = math.sqrt(features)
         deltas = [root_d, root_d] if adjacency == ev.REPLACE_ONE else [root_d, root_d, 1.0]
-        safe = bool(self.safe_noise)
+        safe = params.safe_noise
 
         def scaled(p: float) -> list[Gaussian]:
             dims = [features, features, 1]
@@ -156,7 +188,7 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
             ]
 
         reservation = self._reserve(
-            scaled, ledger, initial=math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+            scaled, params.ledger, initial=math.sqrt(2 * math.log(1.25 / delta)) / epsilon
         )
         mechanisms = reservation.mechanisms
         named = [("sums", sums), ("squares", squares)]

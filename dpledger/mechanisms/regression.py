@@ -8,7 +8,7 @@ exact rejection samplers of the density truncated to Θ (:func:`kng_linear_sampl
 ``max_proposals`` (:func:`_first_inside`): their failure, :class:`SamplingError` after the
 charge, is part of the release, and :func:`sampler_epsilon` proves the whole output
 ε-bounded-range (Durfee & Rogers 2019) when the density is sampled at its ε_d. The
-mechanism (``_LinearRelease``) is what :class:`~dpledger.algorithms.KNGLinearRegression`
+mechanism (``LinearRelease``) is what :class:`~dpledger.algorithms.KNGLinearRegression`
 and :class:`~dpledger.algorithms.ExponentialLinearRegression` charge and release; the
 sensitivities Δ, Δ_ℓ of the declared bounds are theirs (:mod:`dpledger.algorithms.kng`).
 The derivations are in docs/algorithms.md ("KNG and the exponential mechanism").
@@ -32,6 +32,7 @@ from dpledger.mechanisms.base import Mechanism, warn_floating_point
 
 __all__ = [
     "MAX_PROPOSALS",
+    "LinearRelease",
     "SamplingError",
     "auto_ridge",
     "exponential_linear_sample",
@@ -376,7 +377,7 @@ def _check_float_range(b: float, y_bound: float, theta_bound: float, ridge: floa
             )
 
 
-class _LinearRelease(Mechanism):
+class LinearRelease(Mechanism):
     """KNG (ℓ₂) or the exponential mechanism for the squared loss, sampled exactly.
 
     ``value`` is (XᵀX, Xᵀy) of the clipped model rows; the public ridge is added here.
