@@ -64,7 +64,7 @@ def _fft_error(size: int) -> float:
     level; radix-4 and radix-3/5 passes and the real-to-half-complex post-processing
     stay below it per level of log₂N. The constant used, 12u per level plus two levels,
     is a margin over that; the same γ_F bounds the Euclidean error relative to √N‖x‖₂
-    (Higham Thm 24.2) and the inverse transform's. ``tests/test_pld.py`` measures the
+    (Higham Thm 24.2) and the inverse transform's. ``tests/accountant/test_pld.py`` measures the
     componentwise error against 80-bit sums: it stays below γ_F/10.
     """
     return 12 * _UNIT * (math.log2(size) + 2)
