@@ -28,12 +28,10 @@ and a 90:10 split; this one-hot version follows the issue instead.
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import numpy as np
-
-REPO = Path(__file__).resolve().parent.parent
+from _common import data_root, where_to_look
 
 #: capeFM files by short name.
 CAPEFM = {
@@ -71,26 +69,15 @@ RANGES = {
 ROW_DIVISOR = math.sqrt(14.0)
 
 
-def _root() -> Path:
-    env = os.environ.get("DPLEDGER_DATA")
-    return Path(env) if env else REPO.parent / "shared" / "data"
-
-
-def where_to_look() -> str:
-    """Where the loaders look (for the skip message)."""
-    env = os.environ.get("DPLEDGER_DATA")
-    return f"$DPLEDGER_DATA={env}" if env else str(REPO.parent / "shared" / "data")
-
-
 def capefm_dir() -> Path | None:
     """The ``capefm`` folder, or None if absent."""
-    folder = _root() / "capefm"
+    folder = data_root() / "capefm"
     return folder if folder.is_dir() else None
 
 
 def adult_dir() -> Path | None:
     """The ``adult`` folder, or None if absent (or incomplete)."""
-    folder = _root() / "adult"
+    folder = data_root() / "adult"
     needed = ("adult.data", "adult.test", "adult.names")
     return folder if all((folder / f).is_file() for f in needed) else None
 

@@ -1,12 +1,15 @@
-"""Small helpers shared by the benchmarks: timing, cold caches, tables, peer libraries."""
+"""What the benchmarks share with their environment: cold caches, peer libraries, data.
+
+The scaffold of a benchmark run (command line, timing, tables, plots) is ``_harness.py``.
+"""
 
 from __future__ import annotations
 
 import functools
 import importlib
-import time
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+import os
+from pathlib import Path
+from typing import NoReturn
 
 from dpledger.accountant import rdp
 from dpledger.accountant.pld import _accountant, _composition, _lattice
@@ -19,7 +22,7 @@ def clear_caches() -> None:
     (byte-bounded) and the moments of its grids, the lattice compositions and binomial
     tables, and the Rényi curves of sampled Gaussians and their Pearson–Vajda moments.
     Per-object caches (a summary's compositions, a ledger's costs) die with their object;
-    the benchmarks build new ones for every timed run. ``tests/test_benchmarks.py`` checks
+    the benchmarks build new ones for every timed run. ``tests/package/test_benchmarks.py`` checks
     that no ``functools.lru_cache`` in dpledger's accountant or calibration is left out.
     """
     _accountant._clear_caches()
@@ -28,32 +31,6 @@ def clear_caches() -> None:
     _lattice._binomials.cache_clear()
     rdp._rdp_poisson_gaussian_cached.cache_clear()
     rdp._gaussian_pearson_vajda.cache_clear()
-
-
-def timed(fn: Callable[[], Any], repeat: int = 3) -> tuple[Any, float]:
-    """Run ``fn`` ``repeat`` times; return its last result and the best wall time (s)."""
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return result, best
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain-text table with right-aligned numeric columns."""
-    cells = [[_fmt(c) for c in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
-    rule = "  ".join("-" * w for w in widths)
-    body = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
-    return "\n".join([line, rule, *body])
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}" if abs(value) < 1e5 else f"{value:.4e}"
-    return str(value)
 
 
 BENCH_INSTALL = 'pip install -e ".[bench]"'
@@ -92,3 +69,15 @@ def peer_missing(module: str) -> str | None:
             "(diffprivlib needs scikit-learn < 1.8, which that extra pins)."
         )
     return None
+
+
+def data_root() -> Path:
+    """The data folder: ``$DPLEDGER_DATA``, or the project's own next to the checkout."""
+    env = os.environ.get("DPLEDGER_DATA")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def where_to_look() -> str:
+    """Where :func:`data_root` looks (for the skip messages)."""
+    env = os.environ.get("DPLEDGER_DATA")
+    return f"$DPLEDGER_DATA={env}" if env else str(data_root())

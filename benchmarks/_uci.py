@@ -21,14 +21,12 @@ must take such constants as public inputs or pay for them).
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-REPO = Path(__file__).resolve().parent.parent
+from _common import data_root, where_to_look
 
 
 @dataclass(frozen=True)
@@ -87,15 +85,7 @@ SHAPES = {
 
 def data_dir() -> Path | None:
     """The data folder (``$DPLEDGER_DATA``, or the project's own), or None if absent."""
-    env = os.environ.get("DPLEDGER_DATA")
-    folder = Path(env) if env else REPO.parent / "shared" / "data"
-    return folder if (folder / "uci").is_dir() else None
-
-
-def where_to_look() -> str:
-    """Where :func:`data_dir` looks (for the skip message)."""
-    env = os.environ.get("DPLEDGER_DATA")
-    return f"$DPLEDGER_DATA={env}" if env else str(REPO.parent / "shared" / "data")
+    return data_root() if (data_root() / "uci").is_dir() else None
 
 
 _SPLIT = re.compile(r"[\s,]+")
@@ -163,66 +153,26 @@ def load_preprocessed(name: str, folder: Path | None = None) -> tuple[np.ndarray
 #: Wang's own results (``code/exp_results.mat`` of github:yuxiangw/optimal_dp_linear_regression,
 #: as digested in the issue-12 spec, section 5): mean 10-fold CV test MSE, one run, δ = 1e-6,
 #: at ε = 0.01, 0.1, 1, 10. His non-private baseline is ridge with λ = 1 (XᵀX + I), and his
-#: AdaSSP/SSP add I to XᵀX as well.
+#: AdaSSP/SSP add I to XᵀX as well. Columns: trivial, ridge, AdaSSP at the four ε, SSP at them.
+_WANG = """
+airfoil      0.1033   0.05333  0.1245   0.09121  0.0588   0.05336  4.33    0.795   0.0537  0.0533
+autompg      0.1134   0.02211  0.09405  0.1179   0.0449   0.02583  4.21    5.93    0.381   0.0223
+bike         0.1073   0.0279   0.104    0.04718  0.02874  0.02792  138     0.177   0.0349  0.0279
+concrete     0.1274   0.04447  0.1399   0.132    0.06369  0.04525  476     1.02    0.21    0.0448
+elevators    0.03667  0.00861  0.0385   0.02613  0.01317  0.00875  8.05    2.09    5.86    0.0093
+energy       0.2352   0.02324  0.3205   0.1477   0.04289  0.0255   25.5    2.4     0.119   0.0244
+housing      0.112    0.03935  0.1177   0.09851  0.06799  0.04379  54.3    24      6.35    0.0399
+kin40k       0.06336  0.06325  0.07479  0.06393  0.06325  0.06325  0.0711  0.0633  0.0632  0.0632
+parkinsons   0.1697   0.1278   0.169    0.1543   0.133    0.1282   13.6    3.9     0.319   0.128
+pol          0.3448   0.1349   0.327    0.2236   0.1398   0.1351   41.6    2.04    0.155   0.135
+protein      0.1671   0.1189   0.1451   0.1259   0.1199   0.1189   0.622   1.53    0.119   0.119
+pumadyn32nm  0.09347  0.09411  0.09687  0.09575  0.09551  0.09412  134     2.13    0.0943  0.0941
+skillcraft   0.04387  0.02031  0.05084  0.03815  0.02426  0.02049  9.66    146     0.0588  0.0204
+wine         0.05663  0.02015  0.06446  0.06269  0.03259  0.02045  8.94    3.6     0.0226  0.0202
+yacht        0.1053   0.0176   0.1268   0.1177   0.0628   0.01969  65.8    596     0.057   0.0178
+"""
 WANG: dict[str, dict[str, object]] = {
-    name: {"trivial": t, "ridge": r, "adassp": a, "ssp": s}
-    for name, t, r, a, s in (
-        (
-            "airfoil",
-            0.1033,
-            0.05333,
-            (0.1245, 0.09121, 0.0588, 0.05336),
-            (4.33, 0.795, 0.0537, 0.0533),
-        ),
-        (
-            "autompg",
-            0.1134,
-            0.02211,
-            (0.09405, 0.1179, 0.0449, 0.02583),
-            (4.21, 5.93, 0.381, 0.0223),
-        ),
-        ("bike", 0.1073, 0.0279, (0.104, 0.04718, 0.02874, 0.02792), (138, 0.177, 0.0349, 0.0279)),
-        ("concrete", 0.1274, 0.04447, (0.1399, 0.132, 0.06369, 0.04525), (476, 1.02, 0.21, 0.0448)),
-        (
-            "elevators",
-            0.03667,
-            0.00861,
-            (0.0385, 0.02613, 0.01317, 0.00875),
-            (8.05, 2.09, 5.86, 0.0093),
-        ),
-        ("energy", 0.2352, 0.02324, (0.3205, 0.1477, 0.04289, 0.0255), (25.5, 2.4, 0.119, 0.0244)),
-        ("housing", 0.112, 0.03935, (0.1177, 0.09851, 0.06799, 0.04379), (54.3, 24, 6.35, 0.0399)),
-        (
-            "kin40k",
-            0.06336,
-            0.06325,
-            (0.07479, 0.06393, 0.06325, 0.06325),
-            (0.0711, 0.0633, 0.0632, 0.0632),
-        ),
-        ("parkinsons", 0.1697, 0.1278, (0.169, 0.1543, 0.133, 0.1282), (13.6, 3.9, 0.319, 0.128)),
-        ("pol", 0.3448, 0.1349, (0.327, 0.2236, 0.1398, 0.1351), (41.6, 2.04, 0.155, 0.135)),
-        ("protein", 0.1671, 0.1189, (0.1451, 0.1259, 0.1199, 0.1189), (0.622, 1.53, 0.119, 0.119)),
-        (
-            "pumadyn32nm",
-            0.09347,
-            0.09411,
-            (0.09687, 0.09575, 0.09551, 0.09412),
-            (134, 2.13, 0.0943, 0.0941),
-        ),
-        (
-            "skillcraft",
-            0.04387,
-            0.02031,
-            (0.05084, 0.03815, 0.02426, 0.02049),
-            (9.66, 146, 0.0588, 0.0204),
-        ),
-        (
-            "wine",
-            0.05663,
-            0.02015,
-            (0.06446, 0.06269, 0.03259, 0.02045),
-            (8.94, 3.6, 0.0226, 0.0202),
-        ),
-        ("yacht", 0.1053, 0.0176, (0.1268, 0.1177, 0.0628, 0.01969), (65.8, 596, 0.057, 0.0178)),
-    )
+    name: {"trivial": v[0], "ridge": v[1], "adassp": tuple(v[2:6]), "ssp": tuple(v[6:10])}
+    for name, *cells in (line.split() for line in _WANG.strip().splitlines())
+    for v in [[float(c) for c in cells]]
 }

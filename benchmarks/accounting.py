@@ -7,26 +7,31 @@ time measured once, no grid sweep.
 
 All libraries run side by side in this one process on the same cases. For each case the
 table gives every library's ε (an upper bound, except prv_accountant's estimate, shown
-with its bracket), the wall time (best of 3, cold: no cached curves), dpledger's speed-up
-over dp_accounting's PLD, and the ε differences. A second table sweeps the grid step of
-both PLD implementations on the DP-SGD case: accuracy against time.
+with its bracket), the wall time (median (min–max) of 3 rounds, cold: no cached curves),
+dpledger's speed-up over dp_accounting's PLD, and the ε differences. A second table
+sweeps the grid step of both PLD implementations on the DP-SGD case: accuracy against
+time.
 
 The "bracket" table (``--table bracket``) puts dpledger's certified bracket
 (``epsilon_bounds``, default rtol = 1e-3) beside prv_accountant's certified one on 53
 DP-SGD configurations: Opacus' tests/prv_accountant.py grid and the TF Privacy, Abadi et
 al. and Dong–Roth–Su examples listed in ``BRACKET_CASES``.
+
+That dpledger's bracket lies inside prv_accountant's and is at most 1e-3 wide, that its ε
+is the same on one thread, and that it never reports less than an exact reference, are
+slow tests: tests/package/test_benchmark_verdicts.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import clear_caches, skip, table, timed
+from _common import skip
+from _harness import Timing, parser, records, rounds, speedup
 
 import dpledger.accountant as acc
 from dpledger import events as ev
@@ -74,7 +79,7 @@ CASES = [
         lambda: LaplaceMechanism(mu=1.0),
         100,
         1e-6,
-        71.5460036596749,  # exact, rounded down (closed form in mpmath; tests/test_pld.py)
+        71.5460036596749,  # exact, rounded down (mpmath; tests/accountant/test_pld.py)
     ),
     (
         "100 Gaussians s=5 (exact known)",
@@ -129,8 +134,7 @@ BRACKET_CASES = [
 
 
 def ours(event: ev.Event, count: int, delta: float, grid: float | None = None) -> float:
-    """dpledger's PLD ε, cold; ``grid`` None: the accountant's default (adaptive) step."""
-    clear_caches()
+    """dpledger's PLD ε; ``grid`` None: the accountant's default (adaptive) step."""
     return our_pld.PLDAccountant.summarize(event * count, grid).epsilon(delta)
 
 
@@ -141,12 +145,6 @@ def ours_single_thread(event: ev.Event, count: int, delta: float) -> float:
         return ours(event, count, delta)
     finally:
         our_pld.set_threads(None)
-
-
-def ours_rdp(event: ev.Event, count: int, delta: float) -> float:
-    """dpledger's RDP ε, cold."""
-    clear_caches()
-    return acc.epsilon(event * count, delta, method="rdp")
 
 
 def theirs_pld(event, count: int, delta: float, grid: float = 1e-4) -> float:
@@ -171,19 +169,15 @@ def prv(make, count: int, delta: float) -> tuple[float, float, float]:
 
 def prv_bracket(sigma: float, rate: float, steps: int, delta: float) -> tuple[float, float]:
     """prv_accountant's certified (ε_low, ε_up), at the settings of :func:`prv`."""
-    low, _, high = prv(
-        lambda: PoissonSubsampledGaussianMechanism(
-            noise_multiplier=sigma, sampling_probability=rate
-        ),
-        steps,
-        delta,
+    mechanism = PoissonSubsampledGaussianMechanism(
+        noise_multiplier=sigma, sampling_probability=rate
     )
+    low, _, high = prv(lambda: mechanism, steps, delta)
     return low, high
 
 
 def ours_bracket(sigma: float, rate: float, steps: int, delta: float) -> tuple[float, float]:
-    """dpledger's certified bracket at default settings (rtol = 1e-3), cold."""
-    clear_caches()
+    """dpledger's certified bracket at default settings (rtol = 1e-3)."""
     event = ev.PoissonSampled(ev.Gaussian(sigma), rate) * steps
     lower, upper = our_pld.epsilon_bounds(event, delta)
     assert lower is not None
@@ -192,82 +186,118 @@ def ours_bracket(sigma: float, rate: float, steps: int, delta: float) -> tuple[f
 
 def bracket_table(cases: list[tuple[float, float, int, float, str]], repeat: int = 3) -> None:
     """The "bracket" table: dpledger's certified bracket against prv_accountant's."""
-    rows = []
-    inside = narrow = fast = 0
-    widths, times = [], []
+    rows, widths, times, inside = [], [], [], 0
     for sigma, rate, steps, delta, source in cases:
         ours_bracket(sigma, rate, steps, delta)  # untimed: one-time costs
-        (lower, upper), t_ours = timed(
-            lambda s=sigma, q=rate, t=steps, d=delta: ours_bracket(s, q, t, d), repeat
-        )
-        (low, high), t_prv = timed(
-            lambda s=sigma, q=rate, t=steps, d=delta: prv_bracket(s, q, t, d), repeat=1
-        )
-        width = (upper - lower) / upper
-        is_inside = low <= lower and upper <= high
-        inside += is_inside
-        narrow += width <= 1e-3
-        fast += t_ours <= 1.0
-        widths.append(width)
-        times.append(t_ours)
+        t_ours = rounds(lambda s=sigma, q=rate, t=steps, d=delta: ours_bracket(s, q, t, d), repeat)
+        t_prv = rounds(lambda s=sigma, q=rate, t=steps, d=delta: prv_bracket(s, q, t, d), 1)
+        (lower, upper), (low, high) = t_ours.result, t_prv.result
+        widths.append((upper - lower) / upper)
+        times.append(t_ours.median)
+        inside += low <= lower and upper <= high
         rows.append(
-            [
-                sigma,
-                f"{rate:.6g}",
-                steps,
-                f"{delta:g}",
-                f"[{lower:.6f}, {upper:.6f}]",
-                f"{width:.1e}",
-                f"[{low:.5f}, {high:.5f}]",
-                f"{(high - low) / high:.1e}",
-                "yes" if is_inside else "NO",
-                t_ours,
-                t_prv,
-                source,
-            ]
+            {
+                "σ": sigma,
+                "q": f"{rate:.6g}",
+                "steps": steps,
+                "δ": f"{delta:g}",
+                "dpledger bracket": f"[{lower:.6f}, {upper:.6f}]",
+                "rel. width": f"{widths[-1]:.1e}",
+                "prv_accountant bracket": f"[{low:.5f}, {high:.5f}]",
+                "prv rel. width": f"{(high - low) / high:.1e}",
+                "inside": "yes" if low <= lower and upper <= high else "NO",
+                "t ours [s]": t_ours,
+                "t prv [s]": t_prv,
+                "source": source,
+            }
         )
-    print(
-        table(
-            [
-                "σ",
-                "q",
-                "steps",
-                "δ",
-                "dpledger bracket",
-                "rel. width",
-                "prv_accountant bracket",
-                "rel. width",
-                "inside",
-                "t ours [s]",
-                "t prv [s]",
-                "source",
-            ],
-            rows,
-        )
-    )
+    print(records(rows))
     n = len(cases)
     print(
-        f"\n{inside} of {n} inside prv_accountant's bracket; {narrow} of {n} at most 1e-3 "
-        f"wide (largest {max(widths):.1e}); {fast} of {n} in at most 1 s (largest "
-        f"{max(times):.2f} s, median {sorted(times)[n // 2]:.2f} s). prv_accountant: "
-        "eps_error = 0.01, delta_error = δ/1000."
+        f"\n{inside} of {n} inside prv_accountant's bracket; {sum(w <= 1e-3 for w in widths)} of "
+        f"{n} at most 1e-3 wide (largest {max(widths):.1e}); {sum(t <= 1.0 for t in times)} of "
+        f"{n} in at most 1 s (largest {max(times):.2f} s, median {sorted(times)[n // 2]:.2f} s). "
+        "prv_accountant: eps_error = 0.01, delta_error = δ/1000."
     )
+
+
+def main_table(repeat: int) -> None:
+    """Every case by every library: ε, its error against the reference, wall times."""
+    rows = []
+    for name, event, dp_event, prv_make, count, delta, reference in CASES:
+        # one untimed run of each, so that one-time costs (imports, FFT plans) are not timed
+        ours(event, count, delta)
+        theirs_pld(dp_event, count, delta)
+        t_ours = rounds(lambda e=event, c=count, d=delta: ours(e, c, d), repeat)
+        t_one = rounds(lambda e=event, c=count, d=delta: ours_single_thread(e, c, d), repeat)
+        t_dpld = rounds(lambda e=dp_event, c=count, d=delta: theirs_pld(e, c, d), repeat)
+        eps_drdp = theirs_rdp(dp_event, count, delta)
+        eps_ordp = acc.epsilon(event * count, delta, method="rdp")
+        try:
+            t_prv: Timing | float = rounds(lambda m=prv_make, c=count, d=delta: prv(m, c, d), 1)
+            low, est, high = t_prv.result
+            prv_cell = f"{est:.6f} [{low:.4f}, {high:.4f}]"
+        except Exception as error:  # prv_accountant fails on some cases (large ε / tiny δ)
+            prv_cell, t_prv = f"failed: {type(error).__name__}", float("nan")
+        eps_ours, eps_dpld = t_ours.result, t_dpld.result
+        rows.append(
+            {
+                "case": name,
+                "reference": reference,
+                "dpledger PLD": eps_ours,
+                "dp_acc PLD": eps_dpld,
+                "dp_acc RDP": eps_drdp,
+                "dpledger RDP": eps_ordp,
+                "prv est [low, high]": prv_cell,
+                "ours - ref": f"{eps_ours - reference:+.2e}",
+                "dp_acc - ref": f"{eps_dpld - reference:+.2e}",
+                "t ours [s]": t_ours,
+                "t ours 1 thread [s]": t_one,
+                "t dp_acc [s]": t_dpld,
+                "t prv [s]": t_prv,
+                "speed-up vs dp_acc PLD": speedup(t_dpld, t_ours),
+                "speed-up, 1 thread": speedup(t_dpld, t_one),
+            }
+        )
+    print(records(rows))
+    print(
+        "\nAll ε are upper bounds except prv_accountant's estimate (its bracket is shown). "
+        "dp_accounting runs on one thread; dpledger's two sampling directions and its "
+        "transforms use two threads unless '1 thread'."
+    )
+
+
+def grid_sweep() -> None:
+    """Accuracy against time of both PLD implementations on the DP-SGD case."""
+    name, event, dp_event, _, count, delta, reference = CASES[0]
+    sweep = []
+    for grid in (4e-4, 2e-4, 1e-4, 5e-5):
+        t_o = rounds(lambda g=grid: ours(event, count, delta, g))
+        t_t = rounds(lambda g=grid: theirs_pld(dp_event, count, delta, g), 1)
+        sweep.append(
+            {
+                "grid h": grid,
+                "dpledger ε": t_o.result,
+                "dpledger error": f"{t_o.result - reference:+.2e}",
+                "dpledger time [s]": t_o,
+                "dp_acc ε": t_t.result,
+                "dp_acc error": f"{t_t.result - reference:+.2e}",
+                "dp_acc time [s]": t_t,
+                "speed-up": speedup(t_t, t_o),
+            }
+        )
+    print(f"\nAccuracy / time on {name} (reference {reference}):\n{records(sweep)}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="smoke test: 3 bracket cases, each time measured once, no grid sweep",
-    )
-    parser.add_argument(
+    cli = parser(__doc__, "3 bracket cases, each time measured once, no grid sweep")
+    cli.add_argument(
         "--table",
         choices=("main", "bracket", "all"),
         default="all",
         help="which tables to run (bracket: the 53 DP-SGD cases against prv_accountant)",
     )
-    args = parser.parse_args()
+    args = cli.parse_args()
     warnings.simplefilter("ignore")
     repeat = 1 if args.quick else 3
     if args.table in ("bracket", "all"):
@@ -275,112 +305,12 @@ def main() -> None:
         cases = [BRACKET_CASES[i] for i in (0, 4, 40)] if args.quick else BRACKET_CASES
         print(f"Bracket: certified (lower, upper) ε on {len(cases)} DP-SGD configurations\n")
         bracket_table(cases, repeat)
-        if args.table == "bracket":
-            return
-        print()
-
-    rows = []
-    for name, event, dp_event, prv_make, count, delta, reference in CASES:
-        # one untimed run of each, so that one-time costs (imports, FFT plans) are not timed
-        ours(event, count, delta)
-        theirs_pld(dp_event, count, delta)
-        eps_ours, t_ours = timed(lambda e=event, c=count, d=delta: ours(e, c, d), repeat)
-        eps_one, t_one = timed(
-            lambda e=event, c=count, d=delta: ours_single_thread(e, c, d), repeat
-        )
-        assert eps_one == eps_ours  # the thread count never changes the answer
-        eps_dpld, t_dpld = timed(lambda e=dp_event, c=count, d=delta: theirs_pld(e, c, d), repeat)
-        eps_drdp, _t_drdp = timed(lambda e=dp_event, c=count, d=delta: theirs_rdp(e, c, d), repeat)
-        eps_ordp, _t_ordp = timed(lambda e=event, c=count, d=delta: ours_rdp(e, c, d), repeat)
-        try:
-            (low, est, high), t_prv = timed(
-                lambda m=prv_make, c=count, d=delta: prv(m, c, d), repeat=1
-            )
-            prv_cell = f"{est:.6f} [{low:.4f}, {high:.4f}]"
-        except Exception as error:  # prv_accountant fails on some cases (large ε / tiny δ)
-            prv_cell, t_prv = f"failed: {type(error).__name__}", float("nan")
-        rows.append(
-            [
-                name,
-                reference,
-                eps_ours,
-                eps_dpld,
-                eps_drdp,
-                eps_ordp,
-                prv_cell,
-                f"{eps_ours - reference:+.2e}",
-                f"{eps_dpld - reference:+.2e}",
-                t_ours,
-                t_one,
-                t_dpld,
-                t_prv,
-                f"{t_dpld / t_ours:.1f}x",
-                f"{t_dpld / t_one:.1f}x",
-            ]
-        )
-    print(
-        table(
-            [
-                "case",
-                "reference",
-                "dpledger PLD",
-                "dp_acc PLD",
-                "dp_acc RDP",
-                "dpledger RDP",
-                "prv est [low, high]",
-                "ours - ref",
-                "dp_acc - ref",
-                "t ours [s]",
-                "t ours 1 thread [s]",
-                "t dp_acc [s]",
-                "t prv [s]",
-                "speed-up vs dp_acc PLD",
-                "speed-up, 1 thread",
-            ],
-            rows,
-        )
-    )
-    print(
-        "\nAll ε are upper bounds except prv_accountant's estimate (its bracket is shown). "
-        "dp_accounting runs on one thread; dpledger's two sampling directions and its "
-        "transforms use two threads unless '1 thread'."
-    )
-
-    if args.quick:
-        return
-    name, event, dp_event, _, count, delta, reference = CASES[0]
-    sweep = []
-    for grid in (4e-4, 2e-4, 1e-4, 5e-5):
-        eps_o, t_o = timed(lambda g=grid: ours(event, count, delta, g))
-        eps_t, t_t = timed(lambda g=grid: theirs_pld(dp_event, count, delta, g), repeat=1)
-        sweep.append(
-            [
-                grid,
-                eps_o,
-                f"{eps_o - reference:+.2e}",
-                t_o,
-                eps_t,
-                f"{eps_t - reference:+.2e}",
-                t_t,
-                f"{t_t / t_o:.1f}x",
-            ]
-        )
-    print(f"\nAccuracy / time on {name} (reference {reference}):")
-    print(
-        table(
-            [
-                "grid h",
-                "dpledger ε",
-                "error",
-                "time [s]",
-                "dp_acc ε",
-                "error",
-                "time [s]",
-                "speed-up",
-            ],
-            sweep,
-        )
-    )
+    if args.table in ("main", "all"):
+        if args.table == "all":
+            print()
+        main_table(repeat)
+        if not args.quick:
+            grid_sweep()
 
 
 if __name__ == "__main__":

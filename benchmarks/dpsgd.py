@@ -23,18 +23,17 @@ imports).
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import os
 import platform
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import clear_caches, skip, table
+from _common import skip
+from _harness import parser, rounds, speedup, table
 
 from dpledger.calibrate import dpsgd_noise_multiplier
 
@@ -49,7 +48,6 @@ STEPS, Q = EPOCHS * -(-N // B), B / N
 
 
 def ours() -> float:
-    clear_caches()  # cold: no cached PLD grids or Rényi curves
     run = dpsgd_noise_multiplier(
         dataset_size=N, batch_size=B, epochs=EPOCHS, epsilon=EPSILON, delta=DELTA
     )
@@ -67,17 +65,10 @@ def theirs() -> float:
     )
 
 
-def clock(fn) -> tuple[float, float]:
-    start = time.perf_counter()
-    value = fn()
-    return value, time.perf_counter() - start
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=None, help="timed runs of each (5)")
-    parser.add_argument("--quick", action="store_true", help="smoke test: 1 repeat")
-    args = parser.parse_args()
+    cli = parser(__doc__, "1 repeat")
+    cli.add_argument("--repeats", type=int, default=None, help="timed runs of each (5)")
+    args = cli.parse_args()
     repeats = args.repeats or (1 if args.quick else 5)
 
     ours()  # untimed warm-up: imports, FFT plans, thread pool
@@ -85,11 +76,11 @@ def main() -> None:
         theirs()
     rows, ratios = [], []
     sigma_ours = sigma_theirs = float("nan")
-    for i in range(1, repeats + 1):
-        sigma_ours, t_ours = clock(ours)
-        sigma_theirs, t_theirs = clock(theirs)
-        ratios.append(t_theirs / t_ours)
-        rows.append([i, t_ours, t_theirs, f"{t_theirs / t_ours:.1f}x"])
+    for i in range(1, repeats + 1):  # alternating, each timed cold
+        t_ours, t_theirs = rounds(ours, 1), rounds(theirs, 1)
+        sigma_ours, sigma_theirs = t_ours.result, t_theirs.result
+        ratios.append(t_theirs.median / t_ours.median)
+        rows.append([i, t_ours, t_theirs, speedup(t_theirs, t_ours)])
     print(
         f"DP-SGD calibration: N={N}, B={B}, {EPOCHS} epochs = {STEPS} steps at q={B}/{N}, "
         f"target ({EPSILON:g}, {DELTA:g})"

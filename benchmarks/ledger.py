@@ -20,7 +20,6 @@ is a smoke test: 200 steps (unless ``--steps`` says otherwise).
 
 from __future__ import annotations
 
-import argparse
 import sqlite3
 import sys
 import tempfile
@@ -29,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import table
+from _harness import parser, records
 
 import dpledger as dpl
 from dpledger import events as ev
@@ -78,11 +77,10 @@ def run(kind: str, steps: int, path: Path | None) -> tuple[float, float, float, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", type=int, default=None, help="DP-SGD steps (14,100)")
-    parser.add_argument("--dir", type=Path, default=None, help="folder for the ledger files")
-    parser.add_argument("--quick", action="store_true", help="smoke test: 200 steps")
-    args = parser.parse_args()
+    cli = parser(__doc__, "200 steps")
+    cli.add_argument("--steps", type=int, default=None, help="DP-SGD steps (14,100)")
+    cli.add_argument("--dir", type=Path, default=None, help="folder for the ledger files")
+    args = cli.parse_args()
     args.steps = args.steps or (200 if args.quick else 14_100)
     with tempfile.TemporaryDirectory(dir=args.dir) as name:
         folder = Path(name)
@@ -95,35 +93,19 @@ def main() -> None:
                 per_step = spent / args.steps
                 ratio = f"{per_step / floor:.2f}" if where == "file" else ""
                 rows.append(
-                    (
-                        kind,
-                        where,
-                        f"{sigma:.5f}",
-                        accepted,
-                        cal,
-                        spent,
-                        per_step * 1e6,
-                        ratio,
-                        f"{eps:.5f}",
-                    )
+                    {
+                        "ledger": kind,
+                        "storage": where,
+                        "σ": f"{sigma:.5f}",
+                        "steps": accepted,
+                        "calibrate (s)": cal,
+                        "all steps (s)": spent,
+                        "per step (µs)": per_step * 1e6,
+                        "× SQLite commit": ratio,
+                        "ε spent": f"{eps:.5f}",
+                    }
                 )
-        print(f"DP-SGD, {args.steps} steps at q = 256/60000, budget (3, 1e-5)")
-        print(
-            table(
-                (
-                    "ledger",
-                    "storage",
-                    "σ",
-                    "steps",
-                    "calibrate (s)",
-                    "all steps (s)",
-                    "per step (µs)",
-                    "× SQLite commit",
-                    "ε spent",
-                ),
-                rows,
-            )
-        )
+        print(f"DP-SGD, {args.steps} steps at q = 256/60000, budget (3, 1e-5)\n{records(rows)}")
         print(f"\nSQLite's own durable commit here: {floor * 1e6:.0f} µs per receipt-sized row")
 
 

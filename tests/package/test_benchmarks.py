@@ -1,10 +1,12 @@
 """Every benchmark's ``--quick`` mode runs to the end and prints its table.
 
-The benchmarks are run as scripts (as ``tests/test_examples.py`` runs the examples), with
+The benchmarks are run as scripts (as ``tests/package/test_examples.py`` runs the examples), with
 ``DPLEDGER_DATA`` pointing at an empty folder: the quick runs then use synthetic data
 only (the real data sets take minutes even in quick mode) and the data skips are
 exercised. A benchmark whose peer library is missing prints a ``SKIP`` line and exits 0.
 No timing is asserted (STYLE.md: timings belong in the benchmarks, not in the tests).
+The verdicts the benchmarks' results support are slow tests, test_benchmark_verdicts.py;
+here, the shared scaffold (``benchmarks/_harness.py``) is checked on toy estimators.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 import dpledger.accountant
 import dpledger.calibrate
 from dpledger import events as ev
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
 
 # script: (extra arguments, a header word of its table, peer modules it cannot run without)
@@ -81,6 +84,55 @@ def _common() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _harness() -> ModuleType:
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))  # the harness imports _common, as a benchmark does
+    return importlib.import_module("_harness")
+
+
+class _Echo:
+    """An 'estimator' that remembers its seed, and fails when asked to."""
+
+    def __init__(self, seed: int, fail: bool = False) -> None:
+        self.seed, self.fail = seed, fail
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> _Echo:
+        if self.fail:
+            raise ValueError("asked to fail")
+        return self
+
+
+def test_harness_run_seeds_each_fit_by_its_identity_and_records_failures():
+    """A subset of a run (fewer methods, fewer points) reproduces the full run's fits — the
+    slow verdict tests rely on it — every fit has a seed of its own, and a failed fit is
+    a NaN and a line in ``FAILURES``, not a crash."""
+    h = _harness()
+    rows = np.zeros((2, 1))
+    data = h.Data("toy", lambda seed: h.Split(rows, rows[:, 0], rows, rows[:, 0]))
+    methods = [
+        h.Method(k, k, lambda point, seed, data, k=k: _Echo(seed, k == "c" and point == 1.0))
+        for k in "abc"
+    ]
+    methods.append(h.Method("base", "base", lambda *_: _Echo(0), baseline=True))
+
+    def measure(fit):
+        return {"seed": fit.model.seed}
+
+    h.FAILURES.clear()
+    full = h.run(methods, data, [0.1, 1.0], 3, measure)
+    part = h.run(methods[1:2], data, [1.0], 3, measure)
+    assert part.get("seed", "b", 1.0) == full.get("seed", "b", 1.0)
+    seeds = [s for k in "ab" for p in (0.1, 1.0) for s in full.get("seed", k, p)]
+    assert len(set(seeds)) == len(seeds) == 12
+    assert full.get("seed", "base", 1.0) == full.get("seed", "base") == [0, 0, 0]
+    assert all(np.isnan(full.get("seed", "c", 1.0))) and len(h.FAILURES) == 3
+    h.FAILURES.clear()
+    table = h.grid_table(full, "seed", [0.1, 1.0]).splitlines()
+    assert table[0].split() == ["method", "ε=0.1", "ε=1"]
+    assert [line.split()[0] for line in table[2:]] == ["a", "b", "c", "base"]  # baselines last
+    assert table[4].split()[-1] == "—"  # c's failed fits
 
 
 def _lru_caches() -> dict[str, functools._lru_cache_wrapper]:
