@@ -30,7 +30,7 @@ from dpledger.algorithms._erm_bounds import (
 )
 from dpledger.algorithms._erm_privacy import NOISES
 from dpledger.algorithms._erm_solver import _Loss
-from dpledger.algorithms._linear_base import LinearModel
+from dpledger.algorithms._linear_base import BinaryClassifierMixin, LinearModel
 from dpledger.algorithms._params import (
     Boolean,
     Bound,
@@ -45,7 +45,7 @@ from dpledger.algorithms._rows import scale_rows, shrink_rows
 from dpledger.algorithms.base import PrivateEstimator
 from dpledger.errors import InvalidArgumentError
 
-__all__ = ["MARGIN_LOSS", "Noise", "RegularizedERM", "ResidualLoss"]
+__all__ = ["MARGIN_LOSS", "MarginClassifier", "Noise", "RegularizedERM", "ResidualLoss"]
 
 
 class ResidualLoss(Constraint):
@@ -82,10 +82,20 @@ class Noise(Constraint):
 MARGIN_LOSS = Options(("logistic", "huber"))
 
 
+class MarginClassifier(BinaryClassifierMixin):
+    """A :class:`RegularizedERM` fitted on labels 0 and 1 with a loss of the margin y·t.
+
+    Put before the estimator's base: its ``loss`` is then one of :data:`MARGIN_LOSS`.
+    """
+
+    classifier = True
+
+
 class RegularizedERM(LinearModel):
     """Rows, loss and solver shared by objective and output perturbation."""
 
     #: fitted on labels 0 and 1 (mapped to −1, +1), with a loss of the margin y·t
+    #: (:class:`MarginClassifier`)
     classifier: ClassVar[bool] = False
 
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
@@ -102,6 +112,11 @@ class RegularizedERM(LinearModel):
         "tol": Positive(),
         "max_iter": Integer(1),
     }
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        if cls.classifier:  # a loss of the margin: refuse a regressor's loss by name
+            cls._parameter_constraints = {**cls._parameter_constraints, "loss": MARGIN_LOSS}
+        super().__init_subclass__(**kwargs)
 
     def _check_parameters(self, params: Parameters) -> None:
         super()._check_parameters(params)

@@ -146,34 +146,37 @@ def _tree_sum(values: np.ndarray) -> tuple[np.ndarray, int]:
     depth = 0
     partial = []
     for start in range(0, values.shape[0], _BLOCK):
-        block = values[start : start + _BLOCK]
-        levels = 0
-        while block.shape[0] > 1:
-            if block.shape[0] % 2:
-                block = np.vstack([block, np.zeros((1, block.shape[1]))])
-            block = block[0::2] + block[1::2]
-            levels += 1
+        total, levels = _halving_sum(values[start : start + _BLOCK])
         depth = max(depth, levels)
-        partial.append(block[0])
-    stacked = np.array(partial)
-    top = 0
-    while stacked.shape[0] > 1:
-        if stacked.shape[0] % 2:
-            stacked = np.vstack([stacked, np.zeros((1, stacked.shape[1]))])
-        stacked = stacked[0::2] + stacked[1::2]
-        top += 1
-    return stacked[0], depth + top
+        partial.append(total)
+    total, top = _halving_sum(np.array(partial))
+    return total, depth + top
 
 
-def _certified_gradient_norm(
-    X: np.ndarray,
-    y: np.ndarray,
-    loss: _Loss,
-    ridge: float,
-    linear: np.ndarray,
-    theta: np.ndarray,
-    n: float,
-) -> float:
+def _halving_sum(rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """The column sums of ``rows`` (at least one) by adding pairs, and the levels it took."""
+    levels = 0
+    while rows.shape[0] > 1:
+        if rows.shape[0] % 2:
+            rows = np.vstack([rows, np.zeros((1, rows.shape[1]))])
+        rows = rows[0::2] + rows[1::2]
+        levels += 1
+    return rows[0], levels
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """The objective J(θ) = (1/N)Σφ(xᵢᵀθ; yᵢ) + (ridge/2)‖θ‖² + linearᵀθ, N = ``n``."""
+
+    X: np.ndarray
+    y: np.ndarray
+    loss: _Loss
+    ridge: float
+    linear: np.ndarray
+    n: float
+
+
+def _certified_gradient_norm(problem: _Problem, theta: np.ndarray) -> float:
     """An upper bound on the EXACT gradient norm of the objective at ``theta``.
 
     The gradient (1/N)Σφ′(xᵢᵀθ)xᵢ + ridge·θ + b/N is recomputed with pairwise sums and
@@ -185,18 +188,19 @@ def _certified_gradient_norm(
     (``linear``) and the two additions add their relative errors. The result is
     ‖ĝ‖ + ‖error bound‖, times 1 + 1e-6 for the second-order terms.
     """
+    X, y, loss, linear = problem.X, problem.y, problem.loss, problem.linear
     d = X.shape[1]
     t = X @ theta
     _, d1, _ = loss.derivatives(t, y)
     absX = np.abs(X)
     t_error = _gamma(d + 2) * (absX @ np.abs(theta)) * (1 + 1e-12)
     d1_error = loss.curvature_bound(t, y, t_error) * t_error + loss.derivative_error(t, y, d1)
-    gradient, data_part, ridge_part, depth = _assemble(X, d1, ridge, linear, theta, n)
+    gradient, data_part, ridge_part, depth = _assemble(problem, d1, theta)
     magnitude, _ = _tree_sum(absX * np.abs(d1)[:, None])
     value_error, _ = _tree_sum(absX * d1_error[:, None])
     sum_error = value_error + (_gamma(depth + 2) + _UNIT) * magnitude * (1 + _gamma(depth + 2))
     error = (
-        sum_error / n
+        sum_error / problem.n
         + 3 * _UNIT * np.abs(data_part)
         + 4 * _UNIT * np.abs(ridge_part)
         + 3 * _UNIT * np.abs(linear)
@@ -205,13 +209,7 @@ def _certified_gradient_norm(
 
 
 def _gradient(
-    X: np.ndarray,
-    y: np.ndarray,
-    loss: _Loss,
-    ridge: float,
-    linear: np.ndarray,
-    theta: np.ndarray,
-    n: float,
+    problem: _Problem, theta: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(t, φ, the computed gradient ĝ, φ″) at ``theta``: the certificate's own arithmetic.
 
@@ -220,18 +218,13 @@ def _gradient(
     exactly as :func:`_certified_gradient_norm` computes it, so that function's error bound
     is a bound on ‖ĝ − ∇J‖.
     """
-    t = X @ theta
-    value, d1, d2 = loss.derivatives(t, y)
-    return t, value, _assemble(X, d1, ridge, linear, theta, n)[0], d2
+    t = problem.X @ theta
+    value, d1, d2 = problem.loss.derivatives(t, problem.y)
+    return t, value, _assemble(problem, d1, theta)[0], d2
 
 
 def _assemble(
-    X: np.ndarray,
-    d1: np.ndarray,
-    ridge: float,
-    linear: np.ndarray,
-    theta: np.ndarray,
-    n: float,
+    problem: _Problem, d1: np.ndarray, theta: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(ĝ, data part, ridge part, sum depth): ĝ = pairwise Σφ′ᵢxᵢ / N + ridge·θ + b/N.
 
@@ -239,10 +232,10 @@ def _assemble(
     (:func:`_gradient`) and the certificate (:func:`_certified_gradient_norm`), so the
     certificate's error bound is a bound on the ĝ the solver steps with.
     """
-    sums, depth = _tree_sum(X * d1[:, None])
-    data_part = sums / n
-    ridge_part = ridge * theta
-    return data_part + ridge_part + linear, data_part, ridge_part, depth
+    sums, depth = _tree_sum(problem.X * d1[:, None])
+    data_part = sums / problem.n
+    ridge_part = problem.ridge * theta
+    return data_part + ridge_part + problem.linear, data_part, ridge_part, depth
 
 
 def _minimise(
@@ -288,8 +281,9 @@ def _minimise(
     a warning would be an observable that depends on the data (issue 31, F2).
     """
     n = float(X.shape[0]) if size is None else size
+    problem = _Problem(X, y, loss, ridge, linear, n)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        found = _newton(X, y, loss, ridge, linear, tol, max(max_iter, _NEWTON_ITERATIONS), n)
+        found = _newton(problem, tol, max(max_iter, _NEWTON_ITERATIONS))
         if found is None and fallback is not None:
             steps, smoothness = fallback
             found = _descent(X, y, loss, ridge, linear, tol, n, steps, smoothness)
@@ -301,23 +295,16 @@ def _minimise(
     return found
 
 
-def _newton(
-    X: np.ndarray,
-    y: np.ndarray,
-    loss: _Loss,
-    ridge: float,
-    linear: np.ndarray,
-    tol: float,
-    iterations: int,
-    n: float,
-) -> tuple[np.ndarray, float] | None:
+def _newton(problem: _Problem, tol: float, iterations: int) -> tuple[np.ndarray, float] | None:
     """Phase 1 of :func:`_minimise`: Newton with a line search; None if not certified."""
+    X, y, loss, n = problem.X, problem.y, problem.loss, problem.n
+    ridge, linear = problem.ridge, problem.linear
     d = X.shape[1]
     theta = np.zeros(d)
     smooth = loss.c * float(np.einsum("ij,ij->", X, X)) / n + ridge
 
     def parts(th: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return _gradient(X, y, loss, ridge, linear, th, n)
+        return _gradient(problem, th)
 
     def change(
         th: np.ndarray,
@@ -345,7 +332,7 @@ def _newton(
         return sum(terms), magnitude
 
     def certified(th: np.ndarray) -> float:
-        return _certified_gradient_norm(X, y, loss, ridge, linear, th, n)
+        return _certified_gradient_norm(problem, th)
 
     t, value, g, d2 = parts(theta)
     target = tol / 2
@@ -411,6 +398,7 @@ def _descent(
     second from the rows (fewer steps in practice). No line search, no loss values: the
     proof (:func:`~._erm_bounds._gradient_steps`) needs only ĝ's public error bound.
     """
+    problem = _Problem(X, y, loss, ridge, linear, n)
     theta = np.zeros(X.shape[1])
     terms = X.shape[0] * X.shape[1] + 2
     beta = smoothness
@@ -418,9 +406,9 @@ def _descent(
         squares = float(np.einsum("ij,ij->", X, X)) / (1 - 2 * _gamma(terms))
         beta = min(beta, round_up((loss.c * squares / n + ridge) * (1 + 1e-12)))
     for _ in range(steps + 1):
-        _, _, g, _ = _gradient(X, y, loss, ridge, linear, theta, n)
+        _, _, g, _ = _gradient(problem, theta)
         if float(np.linalg.norm(g)) <= tol / 2:
-            bound = _certified_gradient_norm(X, y, loss, ridge, linear, theta, n)
+            bound = _certified_gradient_norm(problem, theta)
             if bound <= tol:
                 return theta, bound
         theta = theta - g / beta

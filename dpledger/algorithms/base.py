@@ -72,6 +72,7 @@ from dpledger.mechanisms.exact_value import ExactValue
 
 __all__ = [
     "ADJACENCIES",
+    "SHARED_DOCS",
     "VARIANTS",
     "PrivateEstimator",
     "RepeatedNoiseWarning",
@@ -275,6 +276,7 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        fill_docstring(cls)  # the descriptions every estimator shares (:data:`SHARED_DOCS`)
         if "__init__" in vars(cls):  # a parameter without a constraint is a programming error
             names = parameter_names(cls)
             missing = [n for n in names if n not in cls._parameter_constraints]
@@ -444,16 +446,46 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         super().__setstate__(state)
 
 
-def fill_docstring(cls: type, **parts: str) -> None:
-    """Put ``parts`` into ``cls``'s docstring at its placeholders ``{name}``.
+#: The ``Args`` and ``Attributes`` entries that many estimators share, each written once:
+#: a docstring names one by its placeholder (``{ledger}``) and :func:`fill_docstring` puts
+#: it in (for every estimator, when its class is defined). Continuation lines carry the
+#: indentation of an estimator's docstring.
+SHARED_DOCS: dict[str, str] = {
+    "x_bound": "x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).",
+    "y_bound": "y_bound: Declared bound on |y| (values beyond are clipped).",
+    "adjacency": 'adjacency: "add_remove" or "replace_one" (declared).',
+    "fit_intercept": "fit_intercept: Fit an intercept (a public constant column).",
+    "variant": 'variant: "calibrated" or "published".',
+    "ledger": (
+        "ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared\n"
+        "            with every copy (a second fit, or a clone's, is refused)."
+    ),
+    "safe_noise": "safe_noise: Exact discrete noise (default) or floating-point noise.",
+    "rng": "rng: numpy Generator or int seed (reproducible), or None (OS-seeded).",
+    "n_features_in_": "n_features_in_: The number of features (columns) of ``X`` in fit.",
+    "ledger_": (
+        "ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one."
+    ),
+}
+#: the three entries that end most estimators' ``Args``, one after the other
+SHARED_DOCS["ledger_safe_noise_rng"] = "\n        ".join(
+    SHARED_DOCS[name] for name in ("ledger", "safe_noise", "rng")
+)
+
+
+def fill_docstring(*owners: Any, **parts: str) -> None:
+    """Put ``parts``, then :data:`SHARED_DOCS`, into each owner's docstring at ``{name}``.
 
     For estimators that share many parameters or fitted attributes: each shared
-    description is written once (with the indentation of the lines it continues).
+    description is written once (with the indentation of the lines it continues). A part
+    may itself name a shared description.
     """
-    doc = cls.__doc__ or ""
-    for name, text in parts.items():
-        doc = doc.replace("{" + name + "}", text)
-    cls.__doc__ = doc
+    for owner in owners:
+        doc = owner.__doc__
+        if doc is not None:  # (without one, a class keeps inheriting its base's)
+            for name, text in {**parts, **SHARED_DOCS}.items():
+                doc = doc.replace("{" + name + "}", text)
+            owner.__doc__ = doc
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import numpy as np
 from dpledger._numerics import div_up, round_up, sum_up
 from dpledger._public import namespace
 from dpledger.accountant import events as ev
-from dpledger.algorithms._erm_base import MARGIN_LOSS, Noise, RegularizedERM
+from dpledger.algorithms._erm_base import MarginClassifier, Noise, RegularizedERM
 from dpledger.algorithms._erm_bounds import (
     _solver_floor,
     _tolerance,
@@ -57,7 +57,7 @@ from dpledger.algorithms._erm_privacy import (
     _logistic_joint as _logistic_joint,  # re-exported: tests check the joint bound here
 )
 from dpledger.algorithms._erm_solver import ConvergenceError, _minimise
-from dpledger.algorithms._linear_base import BinaryClassifierMixin, LinearRegressorMixin
+from dpledger.algorithms._linear_base import LinearRegressorMixin
 from dpledger.algorithms._params import Bound, Constraint, OrNone, Parameters, Probability
 from dpledger.algorithms.base import fill_docstring, fit_context, store_parameters
 from dpledger.errors import InvalidArgumentError
@@ -276,8 +276,8 @@ class _Output(RegularizedERM):
 
 _COMMON_ARGS = """epsilon: The ε this fit must meet.
         delta: The δ (0 with ``noise="laplace"``; > 0 with ``noise="gaussian"``).
-        x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
-        adjacency: "add_remove" or "replace_one" (declared).
+        {x_bound}
+        {adjacency}
         l2_regularization: λ: the objective is (1/N)Σℓ + (λ/2)‖θ‖².
         fit_intercept: Append a public constant column (inside the norm bound).
         intercept_scaling: That column's value s (R² = x_bound² + s²).
@@ -296,7 +296,7 @@ _COMMON_ARGS = """epsilon: The ε this fit must meet.
         variant: "calibrated" (default) or "published" (the paper's constants, charged
             at their true cost).
         ledger: A shared ledger to draw on, or None for a per-fit planned ledger.
-        rng: numpy Generator or int seed (reproducible), or None (OS-seeded)."""
+        {rng}"""
 
 
 _OBJECTIVE_ARGS = """solver_share: The share of ε (and δ) for the noise Z on the approximate
@@ -312,7 +312,7 @@ _OBJECTIVE_ARGS = """solver_share: The share of ε (and δ) for the noise Z on t
             2d·(kaR₁/ε′)² against d(d + 1)·(kaR/ε′)², a ratio 2R₁²/((d + 1)R²)."""
 
 
-class ObjectivePerturbationClassifier(BinaryClassifierMixin, _Objective):
+class ObjectivePerturbationClassifier(MarginClassifier, _Objective):
     """Objective perturbation for logistic regression or the Huber SVM (labels 0 and 1).
 
     Chaudhuri, Monteleoni & Sarwate 2011, Alg. 2, with c·R² and an ℓ₂-Laplace or
@@ -341,14 +341,7 @@ class ObjectivePerturbationClassifier(BinaryClassifierMixin, _Objective):
     Attributes:
         classes_: The labels, [0, 1] (declared, never read from the data).
         {objective_attributes}
-        {fitted}
     """
-
-    classifier = True
-    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
-        **_Objective._parameter_constraints,
-        "loss": MARGIN_LOSS,
-    }
 
     def __init__(
         self,
@@ -394,7 +387,6 @@ class ObjectivePerturbationRegressor(LinearRegressorMixin, _Objective):
 
     Attributes:
         {objective_attributes}
-        {fitted}
     """
 
     def __init__(
@@ -423,7 +415,7 @@ class ObjectivePerturbationRegressor(LinearRegressorMixin, _Objective):
         store_parameters(self, locals())
 
 
-class OutputPerturbationClassifier(BinaryClassifierMixin, _Output):
+class OutputPerturbationClassifier(MarginClassifier, _Output):
     """Output perturbation for logistic regression or the Huber SVM (labels 0 and 1).
 
     Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1: θ* plus ℓ₂-Laplace noise,
@@ -439,14 +431,7 @@ class OutputPerturbationClassifier(BinaryClassifierMixin, _Output):
     Attributes:
         classes_: The labels, [0, 1] (declared, never read from the data).
         {output_attributes}
-        {fitted}
     """
-
-    classifier = True
-    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
-        **_Output._parameter_constraints,
-        "loss": MARGIN_LOSS,
-    }
 
     def __init__(
         self,
@@ -484,7 +469,6 @@ class OutputPerturbationRegressor(LinearRegressorMixin, _Output):
 
     Attributes:
         {output_attributes}
-        {fitted}
     """
 
     def __init__(
@@ -511,34 +495,32 @@ class OutputPerturbationRegressor(LinearRegressorMixin, _Output):
         store_parameters(self, locals())
 
 
-_OBJECTIVE_ATTRIBUTES = """plan_: The objective perturbation's plan (:class:`PerturbationPlan`: ε_J,
-            ε′, the extra ridge Δ, the noise and its scale).
-        solver_tol_: The tolerance the solver was run to (at least the public floor).
-        shift_: 2r, the L2 sensitivity the noise Z on the approximate minimiser is sized for.
-        shift_scale_: The scale of Z."""
-
-_OUTPUT_ATTRIBUTES = """sensitivity_: The L2 sensitivity of the minimiser the noise was sized for.
-        solver_tol_: The tolerance the solver was run to (at least the public floor)."""
-
 _FITTED = """coef_: The released coefficients in data units.
         intercept_: The released intercept (0.0 without ``fit_intercept``).
-        n_features_in_: The number of features (columns) of ``X`` in fit.
-        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        {n_features_in_}
+        {ledger_}
         releases_: The events charged, in order."""
 
-for _cls in (
+_OBJECTIVE_ATTRIBUTES = f"""plan_: The objective perturbation's plan (:class:`PerturbationPlan`:
+            ε_J, ε′, the extra ridge Δ, the noise and its scale).
+        solver_tol_: The tolerance the solver was run to (at least the public floor).
+        shift_: 2r, the L2 sensitivity the noise Z on the approximate minimiser is sized for.
+        shift_scale_: The scale of Z.
+        {_FITTED}"""
+
+_OUTPUT_ATTRIBUTES = f"""sensitivity_: The L2 sensitivity of the minimiser the noise was sized for.
+        solver_tol_: The tolerance the solver was run to (at least the public floor).
+        {_FITTED}"""
+
+fill_docstring(
     ObjectivePerturbationClassifier,
     ObjectivePerturbationRegressor,
     OutputPerturbationClassifier,
     OutputPerturbationRegressor,
-):
-    fill_docstring(
-        _cls,
-        objective=_OBJECTIVE_ARGS,
-        common=_COMMON_ARGS,
-        objective_attributes=_OBJECTIVE_ATTRIBUTES,
-        output_attributes=_OUTPUT_ATTRIBUTES,
-        fitted=_FITTED,
-    )
+    objective=_OBJECTIVE_ARGS,
+    common=_COMMON_ARGS,
+    objective_attributes=_OBJECTIVE_ATTRIBUTES,
+    output_attributes=_OUTPUT_ATTRIBUTES,
+)
 
 __dir__ = namespace(__all__)

@@ -354,10 +354,13 @@ class _FunctionalMechanism(SufficientStatisticsModel):
     @fit_context
     def fit(self: _Self, X: Any, y: Any) -> _Self:
         """Release the loss's coefficients with noise and minimise the noisy loss."""
-        self._set_coefficients(self._fit_fm(X, y), self.n_features_in_)
+        n1, n2 = self._noisy_coefficients(X, y)
+        # argmin C₁ᵀw + wᵀC₂w over the projected C₂ (post-processing)
+        self._set_coefficients(solve_ridge(n2, -0.5 * n1, 0.0), self.n_features_in_)
         return self
 
-    def _fit_fm(self, X: Any, y: Any) -> np.ndarray:
+    def _noisy_coefficients(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(C̃₁, C̃₂): the coefficients released by ``method`` and ``variant`` (sets ``method_``)."""
         params = self._params
         epsilon, delta, adjacency = params.epsilon, params.delta, params.adjacency
         method, variant, ledger = params.method, params.variant, params.ledger
@@ -429,28 +432,21 @@ class _FunctionalMechanism(SufficientStatisticsModel):
                 n1 = a1 * values[:d]
                 n2 = symmetric_from_upper(a2 * values[d:], d)
         self.method_ = method
-        # argmin C₁ᵀw + wᵀC₂w over the projected C₂ (post-processing)
-        return solve_ridge(n2, -0.5 * n1, 0.0)
+        return n1, n2
 
 
 class FMLinearRegression(LinearRegressorMixin, _FunctionalMechanism):
     """Functional-mechanism linear regression: FM, relaxed FM or Gaussian FM.
 
     Args:
-        epsilon: The ε this fit must meet (the nominal ε for ``variant="published"``).
-        delta: The δ this fit must meet (0 allowed for ``method="original"``).
-        x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
-        y_bound: Declared bound on |y| (values beyond are clipped).
+        {budget}
+        {x_bound}
+        {y_bound}
         adjacency: "add_remove" or "replace_one" (declared; the papers use replace-one).
         method: "gaussian" (Gaussian FM), "relaxed" (relaxed FM) or "original" (FM).
-        fit_intercept: Fit an intercept (a public constant column).
+        {fit_intercept}
         row_norm: "clip" (default) or "unit" (every row scaled to norm ``x_bound``).
-        budget_split: Shares of μ² for (C₁, C₂) in calibrated Gaussian FM.
-        variant: "calibrated" or "published".
-        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
-            with every copy (a second fit, or a clone's, is refused).
-        safe_noise: Exact discrete noise (default) or floating-point noise.
-        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+        {noise}
 
     Example:
         >>> import numpy as np
@@ -498,19 +494,13 @@ class FMLogisticRegression(BinaryClassifierMixin, _FunctionalMechanism):
     ``y_bound`` (the labels bound themselves).
 
     Args:
-        epsilon: The ε this fit must meet (the nominal ε for ``variant="published"``).
-        delta: The δ this fit must meet (0 allowed for ``method="original"``).
-        x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
-        adjacency: "add_remove" or "replace_one" (declared).
+        {budget}
+        {x_bound}
+        {adjacency}
         method: "gaussian", "relaxed" or "original".
-        fit_intercept: Fit an intercept (a public constant column).
+        {fit_intercept}
         row_norm: "clip" (default) or "unit".
-        budget_split: Shares of μ² for (C₁, C₂) in calibrated Gaussian FM.
-        variant: "calibrated" or "published".
-        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
-            with every copy (a second fit, or a clone's, is refused).
-        safe_noise: Exact discrete noise (default) or floating-point noise.
-        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+        {noise}
 
     Attributes:
         coef_: The minimiser's coefficients: the log-odds per unit of each feature.
@@ -542,14 +532,26 @@ class FMLogisticRegression(BinaryClassifierMixin, _FunctionalMechanism):
         store_parameters(self, locals())
 
 
+_BUDGET_ARGS = """epsilon: The ε this fit must meet (the nominal ε for ``variant="published"``).
+        delta: The δ this fit must meet (0 allowed for ``method="original"``)."""
+
+_NOISE_ARGS = """budget_split: Shares of μ² for (C₁, C₂) in calibrated Gaussian FM.
+        {variant}
+        {ledger_safe_noise_rng}"""
+
 _FITTED = """method_: The method used ("gaussian", "relaxed" or "original").
         noise_scales_: (σ₁, σ₂), the noise on C₁ and on C₂'s upper triangle. Only for the
             calibrated Gaussian FM (one whitened release).
-        n_features_in_: The number of features (columns) of ``X`` in fit.
-        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        {n_features_in_}
+        {ledger_}
         releases_: The events charged, in order."""
 
-for _cls in (FMLinearRegression, FMLogisticRegression):
-    fill_docstring(_cls, fitted=_FITTED)
+fill_docstring(
+    FMLinearRegression,
+    FMLogisticRegression,
+    budget=_BUDGET_ARGS,
+    noise=_NOISE_ARGS,
+    fitted=_FITTED,
+)
 
 __dir__ = namespace(__all__)

@@ -182,12 +182,7 @@ class _NoisyGD(SufficientStatisticsModel):
     @fit_context
     def fit(self: _Self, X: Any, y: Any) -> _Self:
         """Run the T noisy steps (all planned and checked before the first)."""
-        self._set_coefficients(self._fit_gd(X, y), self.n_features_in_)
-        return self
-
-    def _fit_gd(self, X: Any, y: Any) -> np.ndarray:
         params = self._params
-        rate_eta, alpha, clip = params.learning_rate, params.alpha, params.clip
         Xd = _data.as_design(X)
         if _data.is_dask(Xd):
             raise InvalidArgumentError(
@@ -210,13 +205,25 @@ class _NoisyGD(SufficientStatisticsModel):
             else self._transform()
         )
         Xs, ys = transform(Xd, yd)
-        d = Xs.shape[1]
-        reservation = self._steps_plan(d, params.ledger)
+        reservation = self._steps_plan(Xs.shape[1], params.ledger)
+        w = self._descend(Xs, np.asarray(ys, dtype=float), size, reservation)
+        self._keep(reservation)
+        self.sigma_ = reservation.mechanisms[0].sigma
+        self.n_features_in_ = int(Xd.shape[1])
+        self._set_coefficients(w, self.n_features_in_)
+        return self
+
+    def _descend(
+        self, Xs: np.ndarray, labels: np.ndarray, size: float, reservation: Reservation
+    ) -> np.ndarray:
+        """The last iterate w: each step releases the clipped gradient sum, then moves w."""
+        params = self._params
+        rate_eta, alpha, clip = params.learning_rate, params.alpha, params.clip
         mechanisms = reservation.mechanisms
         generator = reservation.open().generator
         assert generator is not None
-        labels: np.ndarray = np.asarray(ys, dtype=float)
         rate = self._rate()
+        d = Xs.shape[1]
         w = np.zeros(d)
         for t in range(len(mechanisms)):
             rows = slice(None) if rate is None else generator.random(Xs.shape[0]) < rate
@@ -233,9 +240,6 @@ class _NoisyGD(SufficientStatisticsModel):
             norm_w = float(np.linalg.norm(w))
             if not norm_w <= _MAX_WEIGHT:  # post-processing: w stays finite whatever the noise
                 w = np.zeros(d) if not math.isfinite(norm_w) else w * (_MAX_WEIGHT / norm_w)
-        self._keep(reservation)
-        self.sigma_ = mechanisms[0].sigma
-        self.n_features_in_ = int(Xd.shape[1])
         return w
 
 
@@ -243,11 +247,10 @@ class NoisyGD(LinearRegressorMixin, _NoisyGD):
     """Noisy gradient descent for linear regression (squared error), every step charged.
 
     Args:
-        epsilon: The ε the whole run must meet.
-        delta: The δ the whole run must meet (> 0).
-        x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
-        y_bound: Declared bound on |y| (values beyond are clipped).
-        adjacency: "add_remove" or "replace_one" (declared).
+        {budget}
+        {x_bound}
+        {y_bound}
+        {adjacency}
         {steps}
 
     Attributes:
@@ -287,10 +290,9 @@ class NoisyGDClassifier(BinaryClassifierMixin, _NoisyGD):
     Same parameters as :class:`NoisyGD`, without ``y_bound``.
 
     Args:
-        epsilon: The ε the whole run must meet.
-        delta: The δ the whole run must meet (> 0).
+        {budget}
         x_bound: Declared bound on each row's L2 norm.
-        adjacency: "add_remove" or "replace_one" (declared).
+        {adjacency}
         {steps}
 
     Attributes:
@@ -325,25 +327,26 @@ class NoisyGDClassifier(BinaryClassifierMixin, _NoisyGD):
         store_parameters(self, locals())
 
 
+_BUDGET_ARGS = """epsilon: The ε the whole run must meet.
+        delta: The δ the whole run must meet (> 0)."""
+
 _STEPS_ARGS = """steps: T, the number of noisy steps.
         learning_rate: η.
         clip: C, the per-example gradient norm bound.
         sampling_rate: Poisson sampling rate q per step, or None for full batches.
         data_size: A public row count (required under add/remove).
         alpha: Ridge penalty (data-independent).
-        fit_intercept: Fit an intercept (a public constant column).
+        {fit_intercept}
         row_norm: "clip" (default) or "unit".
-        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
-            with every copy (a second fit, or a clone's, is refused).
+        {ledger}
         safe_noise: Exact discrete noise (default; full batches only) or floating-point.
-        rng: numpy Generator or int seed (reproducible), or None (OS-seeded)."""
+        {rng}"""
 
 _FITTED = """sigma_: σ, the noise of every step's gradient sum.
-        n_features_in_: The number of features (columns) of ``X`` in fit.
-        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        {n_features_in_}
+        {ledger_}
         releases_: The events charged, one per step."""
 
-for _cls in (NoisyGD, NoisyGDClassifier):
-    fill_docstring(_cls, steps=_STEPS_ARGS, fitted=_FITTED)
+fill_docstring(NoisyGD, NoisyGDClassifier, budget=_BUDGET_ARGS, steps=_STEPS_ARGS, fitted=_FITTED)
 
 __dir__ = namespace(__all__)

@@ -97,21 +97,18 @@ class PrivateIRLS(LinearRegressorMixin, SufficientStatisticsModel):
     Args:
         epsilon: The ε this fit must meet.
         delta: The δ this fit must meet.
-        x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
+        {x_bound}
         y_bound: Declared bound on |y| (LAD) or on y ≥ 0 (Poisson); logistic: 1.
-        adjacency: "add_remove" or "replace_one" (declared).
+        {adjacency}
         loss: "lad", "logistic" or "poisson".
         iterations: J, the number of re-weighting iterations (2J releases).
         weight_cap: c, the cap on the IRLS weights (LAD: sᵢ ≤ c; Poisson: μ ≤ c).
         first_moment: "gaussian" or "laplace".
         second_moment: "gaussian" (symmetric noise; sound) or "wishart" (published only).
-        fit_intercept: Fit an intercept (a public constant column).
+        {fit_intercept}
         row_norm: "clip" (default) or "unit" (every row scaled to norm ``x_bound``).
-        variant: "calibrated" or "published".
-        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
-            with every copy (a second fit, or a clone's, is refused).
-        safe_noise: Exact discrete noise (default) or floating-point noise.
-        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+        {variant}
+        {ledger_safe_noise_rng}
 
     Example:
         >>> import numpy as np
@@ -131,8 +128,8 @@ class PrivateIRLS(LinearRegressorMixin, SufficientStatisticsModel):
         ridge_: The ridge the noisy moments were solved with (σ√(2d); 0 with Wishart).
         paper_accounting_: The paper's own accounting (per-release ε′, its claim, the true
             mean loss): a comparison, not a guarantee. Only with ``variant="published"``.
-        n_features_in_: The number of features (columns) of ``X`` in fit.
-        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        {n_features_in_}
+        {ledger_}
         releases_: The events charged, in order (first and second moment per iteration).
     """
 

@@ -13,11 +13,11 @@ Bounds are declared, never read from the data: rows x are clipped to ‖x‖ ≤
 (counting an intercept column in the row bound, :func:`row_bound`), y to |y| ≤
 ``y_bound``, and Θ = {θ: ‖θ‖₂ ≤ ``theta_bound``}. This module holds the estimators and
 the sensitivities of their losses (derived in each function's docstring, checked against
-brute-force worst cases in tests/test_kng.py). Linear regression is sampled exactly by the
-mechanisms of :mod:`dpledger.mechanisms.regression` (a failure of their Geometric proposal
-budget is part of the release: :func:`sampler_epsilon`); quantile regression by
-random-walk Metropolis (:mod:`dpledger.algorithms._mcmc`), whose ε holds for exact
-sampling only. The derivations and proofs are in docs/algorithms.md ("KNG and the
+brute-force worst cases in tests/algorithms/test_kng.py). Linear regression is sampled
+exactly by the mechanisms of :mod:`dpledger.mechanisms.regression` (a failure of their
+Geometric proposal budget is part of the release: :func:`sampler_epsilon`); quantile
+regression by random-walk Metropolis (:mod:`dpledger.algorithms._mcmc`), whose ε holds for
+exact sampling only. The derivations and proofs are in docs/algorithms.md ("KNG and the
 exponential mechanism").
 """
 
@@ -283,7 +283,10 @@ class _LinearRegression(_BoundedThetaRegression):
     }
 
     def _sensitivity(self, b: float, y_bound: float, theta_bound: float, adjacency: str) -> float:
-        raise NotImplementedError
+        """Δ on Θ: the gradient's L2 sensitivity (KNG) or the loss's range (exponential)."""
+        if self._kind == "kng":
+            return squared_gradient_sensitivity(b, y_bound, theta_bound, adjacency)
+        return squared_loss_range(b, y_bound, theta_bound)
 
     @fit_context
     def fit(self, X: Any, y: Any) -> Any:
@@ -353,9 +356,9 @@ class KNGLinearRegression(_LinearRegression):
         epsilon: The ε of the release.
         delta: Ignored by the mechanism (pure ε); 0 by default, must not be None.
         x_bound: Declared bound on ‖x‖₂ (rows beyond are clipped).
-        y_bound: Declared bound on |y| (values beyond are clipped).
+        {y_bound}
         theta_bound: Radius r of Θ (ℓ₂ ball of (coef, intercept)); finite, > 0.
-        adjacency: "add_remove" or "replace_one" (declared).
+        {adjacency}
         fit_intercept: Append the public constant column 1 (counted in the row bound).
         ridge: λ > 0 in ℓₙ (public), or "auto" (default): b²/(e^{ε/2} − 1), the
             smallest λ at which the sampler's failure event costs nothing extra
@@ -363,7 +366,7 @@ class KNGLinearRegression(_LinearRegression):
         norm: The K-norm; "l2" only (the exact sampler).
         max_proposals: Public mean of the Geometric proposal budget (≤ 10⁸).
         ledger: A shared ledger to draw on, or None for a per-fit ledger.
-        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+        {rng}
 
     Example:
         >>> import numpy as np
@@ -404,9 +407,6 @@ class KNGLinearRegression(_LinearRegression):
     ) -> None:
         store_parameters(self, locals())
 
-    def _sensitivity(self, b: float, y_bound: float, theta_bound: float, adjacency: str) -> float:
-        return squared_gradient_sensitivity(b, y_bound, theta_bound, adjacency)
-
 
 class ExponentialLinearRegression(_LinearRegression):
     """Linear regression by the exponential mechanism on Θ, sampled exactly.
@@ -425,9 +425,9 @@ class ExponentialLinearRegression(_LinearRegression):
         epsilon: The ε of the release.
         delta: Ignored (pure ε); 0 by default, must not be None.
         x_bound: Declared bound on ‖x‖₂ (rows beyond are clipped).
-        y_bound: Declared bound on |y| (values beyond are clipped).
+        {y_bound}
         theta_bound: Radius r of Θ; finite, > 0.
-        adjacency: "add_remove" or "replace_one" (declared).
+        {adjacency}
         fit_intercept: Append the public constant column 1 (counted in the row bound).
         ridge: λ > 0 in ℓₙ (public), or "auto" (default): b²/(e^{ε/10} − 1)
             (:func:`auto_ridge`); kept as ``ridge_``.
@@ -459,9 +459,6 @@ class ExponentialLinearRegression(_LinearRegression):
         rng: Any = None,
     ) -> None:
         store_parameters(self, locals())
-
-    def _sensitivity(self, b: float, y_bound: float, theta_bound: float, adjacency: str) -> float:
-        return squared_loss_range(b, y_bound, theta_bound)
 
 
 class _QuantileRegression(_BoundedThetaRegression):
@@ -566,9 +563,9 @@ class KNGQuantileRegression(_QuantileRegression):
         epsilon: The ε of the release (for exact sampling).
         delta: Ignored (pure ε); 0 by default, must not be None.
         x_bound: Declared bound on ‖x‖_K (rows beyond are clipped in that norm).
-        y_bound: Declared bound on |y| (values beyond are clipped).
+        {y_bound}
         theta_bound: Radius r of Θ (ℓ₂); finite, > 0.
-        adjacency: "add_remove" or "replace_one" (declared).
+        {adjacency}
         tau: The quantile level τ ∈ (0, 1).
         norm: The K-norm of the gradient: "l1", "l2" or "linf".
         fit_intercept: Append the public constant column 1 (counted in the row bound).
@@ -618,9 +615,9 @@ class ExponentialQuantileRegression(_QuantileRegression):
         epsilon: The ε of the release (for exact sampling).
         delta: Ignored (pure ε); 0 by default, must not be None.
         x_bound: Declared bound on ‖x‖₂ (rows beyond are clipped).
-        y_bound: Declared bound on |y| (values beyond are clipped).
+        {y_bound}
         theta_bound: Radius r of Θ (ℓ₂); finite, > 0.
-        adjacency: "add_remove" or "replace_one" (declared).
+        {adjacency}
         tau: The quantile level τ ∈ (0, 1).
         fit_intercept: Append the public constant column 1 (counted in the row bound).
         {mcmc}
@@ -682,18 +679,17 @@ _DIAGNOSTICS = """The chains' acceptance rates, effective sample sizes and split
 _FITTED = """coef_: The released θ's coefficients (its first ``n_features_in_`` entries).
         intercept_: The released θ's last entry (0.0 without ``fit_intercept``).
         theta_: The released θ = (coef, intercept) ∈ Θ.
-        n_features_in_: The number of features (columns) of ``X`` in fit.
-        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        {n_features_in_}
+        {ledger_}
         releases_: The events charged: one :class:`~dpledger.events.BoundedRange` (ε)."""
 
-for _cls in (
-    KNGLinearRegression,
-    ExponentialLinearRegression,
+fill_docstring(KNGLinearRegression, ExponentialLinearRegression, sampler=_SAMPLER, fitted=_FITTED)
+fill_docstring(
     KNGQuantileRegression,
     ExponentialQuantileRegression,
-):
-    fill_docstring(
-        _cls, mcmc=_MCMC_ARGS, sampler=_SAMPLER, diagnostics=_DIAGNOSTICS, fitted=_FITTED
-    )
+    mcmc=_MCMC_ARGS,
+    diagnostics=_DIAGNOSTICS,
+    fitted=_FITTED,
+)
 
 __dir__ = namespace(__all__)

@@ -72,6 +72,7 @@ from dpledger.algorithms._linear_base import (  # FALLBACK_RIDGE, solve_ridge: r
 )
 from dpledger.algorithms._params import Constraint, Delta, OrNone, Probability, Shares
 from dpledger.algorithms.base import (
+    fill_docstring,
     fit_context,
     store_parameters,
     symmetric_from_upper,
@@ -106,30 +107,22 @@ class ADASSP(LinearRegressorMixin, SufficientStatisticsModel):
     λ̃_min = max(λ_min + σ₀Z − log(6/δ)/(ε/3), 0), λ = max(0, σ₀√(d·log(2d²/ρ)) − λ̃_min).
 
     Args:
-        epsilon: The ε this fit must meet.
-        delta: The δ this fit must meet (> 0).
-        x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
-        y_bound: Declared bound on |y| (values beyond are clipped).
-        adjacency: "add_remove" or "replace_one" (declared).
-        fit_intercept: Fit an intercept (a public constant column).
-        row_norm: "clip" (rows beyond ``x_bound`` clipped to it; the default) or "unit"
-            (every row scaled to norm ``x_bound``: Wang's per-row normalisation).
+        {data}
         rho: Failure probability of the eigenvalue and conditioning bounds, in (0, 1).
         budget_split: Shares of μ² for (λ_min, X̃ᵀX̃, X̃ᵀỹ) in the calibrated variant.
-        variant: "calibrated" or "published".
-        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
-            with every copy (a second fit, or a clone's, is refused).
+        {variant}
+        {ledger}
         safe_noise: Exact discrete noise on a fine grid (default; charged as the
             discrete Gaussian it is) or floating-point Gaussian noise (charged exactly as
             a Gaussian; vulnerable to floating-point attacks — reproduction only).
-        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+        {rng}
 
     Attributes:
         coef_: The coefficients θ̂ in data units (post-processing of the releases).
         intercept_: The intercept in the units of y (0.0 without ``fit_intercept``).
         ridge_: The ridge λ the noisy normal equations were solved with (in scaled units).
-        n_features_in_: The number of features (columns) of ``X`` in fit.
-        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        {n_features_in_}
+        {ledger_}
         releases_: The events charged, in order (λ_min, X̃ᵀX̃, X̃ᵀỹ).
 
     Example:
@@ -268,25 +261,17 @@ class SSP(LinearRegressorMixin, SufficientStatisticsModel):
     cost (ε ≈ 1.59 at nominal (1, 1e-6), add/remove, continuous noise).
 
     Args:
-        epsilon: The ε this fit must meet.
-        delta: The δ this fit must meet (> 0).
-        x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
-        y_bound: Declared bound on |y| (values beyond are clipped).
-        adjacency: "add_remove" or "replace_one" (declared).
-        fit_intercept: Fit an intercept (a public constant column).
-        row_norm: "clip" (rows beyond ``x_bound`` clipped to it; the default) or "unit"
-            (every row scaled to norm ``x_bound``: Wang's per-row normalisation).
-        variant: "calibrated" or "published".
-        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
-            with every copy (a second fit, or a clone's, is refused).
+        {data}
+        {variant}
+        {ledger}
         safe_noise: Exact discrete noise (default) or floating-point Gaussian noise.
-        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+        {rng}
 
     Attributes:
         coef_: The coefficients in data units (post-processing of the releases).
         intercept_: The intercept in the units of y (0.0 without ``fit_intercept``).
-        n_features_in_: The number of features (columns) of ``X`` in fit.
-        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        {n_features_in_}
+        {ledger_}
         releases_: The events charged, in order (X̃ᵀX̃, X̃ᵀỹ).
     """
 
@@ -354,5 +339,16 @@ class SSP(LinearRegressorMixin, SufficientStatisticsModel):
         self._set_coefficients(np.asarray(theta), features)
         return self
 
+
+_DATA_ARGS = """epsilon: The ε this fit must meet.
+        delta: The δ this fit must meet (> 0).
+        {x_bound}
+        {y_bound}
+        {adjacency}
+        {fit_intercept}
+        row_norm: "clip" (rows beyond ``x_bound`` clipped to it; the default) or "unit"
+            (every row scaled to norm ``x_bound``: Wang's per-row normalisation)."""
+
+fill_docstring(ADASSP, SSP, data=_DATA_ARGS)
 
 __dir__ = namespace(__all__)

@@ -340,15 +340,12 @@ class FMPolynomialRegression(LinearRegressorMixin, _FunctionalMechanism):
         loss: The loss, e.g. ``huber_loss()`` or ``poisson_loss(y_bound=10)``.
         epsilon: The ε this fit must meet.
         delta: The δ this fit must meet (> 0).
-        x_bound: Declared bound on each row's L2 norm (rows beyond are clipped).
-        adjacency: "add_remove" or "replace_one" (declared).
-        fit_intercept: Fit an intercept (a public constant column).
+        {x_bound}
+        {adjacency}
+        {fit_intercept}
         row_norm: "clip" (default) or "unit".
         budget_split: Shares of μ² for (C₁, C₂).
-        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
-            with every copy (a second fit, or a clone's, is refused).
-        safe_noise: Exact discrete noise (default) or floating-point noise.
-        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+        {ledger_safe_noise_rng}
 
     Example:
         >>> import numpy as np
@@ -366,8 +363,8 @@ class FMPolynomialRegression(LinearRegressorMixin, _FunctionalMechanism):
         intercept_: The margin at x = 0 (0.0 without ``fit_intercept``).
         method_: "gaussian" (Gaussian FM, the only method here).
         noise_scales_: (σ₁, σ₂), the noise on C₁ and on C₂'s upper triangle.
-        n_features_in_: The number of features (columns) of ``X`` in fit.
-        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        {n_features_in_}
+        {ledger_}
         releases_: The events charged, in order.
     """
 

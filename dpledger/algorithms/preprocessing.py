@@ -115,11 +115,8 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
         delta: The δ this fit must meet (> 0: Gaussian releases).
         bounds: Declared (lo, hi) per feature — a pair for all features, or a sequence of
             pairs; values outside are clipped. Never estimated from the data.
-        adjacency: "add_remove" or "replace_one" (declared).
-        ledger: A shared ledger to draw on, or None: a planned ledger for one fit, shared
-            with every copy (a second fit, or a clone's, is refused).
-        safe_noise: Exact discrete noise (default) or floating-point noise.
-        rng: numpy Generator or int seed (reproducible), or None (OS-seeded).
+        {adjacency}
+        {ledger_safe_noise_rng}
 
     Example:
         >>> import numpy as np
@@ -134,8 +131,8 @@ class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore
         mean_: The released mean of each feature (of the values clipped to its bounds).
         var_: The released variance of each feature, floored (see the module docstring).
         scale_: √var_, what ``transform`` divides by.
-        n_features_in_: The number of features (columns) of ``X`` in fit.
-        ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one.
+        {n_features_in_}
+        {ledger_}
         releases_: The events charged, in order (sums, sums of squares, and under
             add/remove the count).
     """

@@ -21,6 +21,7 @@ exponential between sorted points, also sampled exactly, also ε-bounded-range.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any, cast
@@ -60,25 +61,6 @@ def _gumbel_max(log_weights: np.ndarray, keep: np.ndarray, rng: np.random.Genera
     return int(np.argmax(np.where(keep, log_weights + gumbel, -np.inf)))
 
 
-def _sample(
-    values: np.ndarray,
-    q: float,
-    epsilon: float,
-    sensitivity: float,
-    lo: float,
-    hi: float,
-    rng: np.random.Generator,
-) -> float:
-    """One exact KNG draw for the q-quantile of sorted ``values`` in [lo, hi]."""
-    n = values.size
-    edges, lengths = _intervals(values, lo, hi)
-    below = np.arange(n + 1, dtype=float)  # #{x < θ} on interval k
-    with np.errstate(divide="ignore"):
-        log_w = np.log(lengths) - epsilon * np.abs(below - q * n) / (2.0 * sensitivity)
-    k = _gumbel_max(log_w, lengths > 0, rng)  # every interval of positive length
-    return float(edges[k] + rng.random() * lengths[k])
-
-
 def _log_h(u: np.ndarray) -> np.ndarray:
     """log((1 − e^{−u})/u), elementwise and stable for every real u (0 at u = 0)."""
     out = np.zeros_like(u)
@@ -91,7 +73,7 @@ def _log_h(u: np.ndarray) -> np.ndarray:
     return out
 
 
-def _sample_exponential(
+def _sample(
     values: np.ndarray,
     q: float,
     epsilon: float,
@@ -99,31 +81,44 @@ def _sample_exponential(
     lo: float,
     hi: float,
     rng: np.random.Generator,
+    mechanism: str = "kng",
 ) -> float:
-    """One exact draw of the exponential mechanism ∝ exp(−ε·L(θ)/(2Δ)) on [lo, hi].
+    """One exact draw for the q-quantile of sorted ``values`` in [lo, hi] (KNG, or exponential).
 
-    L(θ) = Σρ_q(xᵢ − θ) is piecewise linear with slope k − qn on the k-th interval
-    between sorted points, so the density is piecewise exponential: choose an interval by
-    its log-mass −cL(eₖ) + log(len) + log((1 − e^{−u})/u), u = c·slope·len (Gumbel-max),
-    then invert the CDF of the exponential truncated to it (log1p/expm1: stable).
+    Both densities are piecewise on the intervals between lo, the sorted points and hi,
+    where the k-th has #{x < θ} = k: an interval is chosen by its log-mass (Gumbel-max),
+    then a point inside it. KNG's density ∝ exp(−ε·|k − qn|/(2Δ)) is constant there: a
+    uniform point. The exponential mechanism's ∝ exp(−ε·L(θ)/(2Δ)), L(θ) = Σρ_q(xᵢ − θ),
+    has slope k − qn in L, so it is exponential there: log-mass −cL(eₖ) + log(len) +
+    log((1 − e^{−u})/u), u = c·slope·len, and the point inverts the CDF of the exponential
+    truncated to the interval (log1p/expm1: stable).
     """
     n = values.size
     edges, lengths = _intervals(values, lo, hi)
+    slopes = np.arange(n + 1, dtype=float) - q * n  # k − qn on interval k
     c = epsilon / (2.0 * sensitivity)
-    slopes = np.arange(n + 1, dtype=float) - q * n
-    start = q * float(np.sum(values - lo))  # L(lo): every point is ≥ lo
-    at_edges = start + np.concatenate([[0.0], np.cumsum(slopes * lengths)[:-1]])
-    u = c * slopes * lengths
-    with np.errstate(divide="ignore"):
-        log_mass = -c * at_edges + np.log(lengths) + _log_h(u)
-    k = _gumbel_max(log_mass, lengths > 0, rng)
-    rate, length, v = c * slopes[k], lengths[k], rng.random()
-    if abs(rate * length) < 1e-12:
+    if mechanism == "kng":
+        with np.errstate(divide="ignore"):
+            log_mass = np.log(lengths) - epsilon * np.abs(slopes) / (2.0 * sensitivity)
+    else:
+        start = q * float(np.sum(values - lo))  # L(lo): every point is ≥ lo
+        at_edges = start + np.concatenate([[0.0], np.cumsum(slopes * lengths)[:-1]])
+        u = c * slopes * lengths
+        with np.errstate(divide="ignore"):
+            log_mass = -c * at_edges + np.log(lengths) + _log_h(u)
+    k = _gumbel_max(log_mass, lengths > 0, rng)  # every interval of positive length
+    rate = 0.0 if mechanism == "kng" else c * slopes[k]  # the log-density's slope in θ
+    length, v = lengths[k], rng.random()
+    if abs(rate * length) < 1e-12:  # flat (KNG's always is): a uniform point
         return float(edges[k] + v * length)
     # t ∈ [0, length] with density ∝ exp(−|rate|·t), measured from the falling end
     t = -np.log1p(v * np.expm1(-abs(rate) * length)) / abs(rate)
     t = min(max(t, 0.0), length)
     return float(edges[k] + t if rate > 0 else edges[k + 1] - t)
+
+
+#: the exponential mechanism's draw (the name the tests call it by)
+_sample_exponential = functools.partial(_sample, mechanism="exponential")
 
 
 def quantile(
@@ -241,14 +236,12 @@ def quantile(
         # over the intervals between data points, or KNG)
         if mechanism == "exponential":
             sensitivity = max(level, 1.0 - level) * (hi - lo)
-            reservation.charge(
-                label=f"quantile q={level:g} (exponential mechanism, Δ={sensitivity:g})"
-            )
-            out.append(_sample_exponential(values, level, each, sensitivity, lo, hi, generator))
-            continue
-        sensitivity = 1.0 if ledger.adjacency == ev.REPLACE_ONE else max(level, 1.0 - level)
-        reservation.charge(label=f"quantile q={level:g} (KNG, Δ={sensitivity:g})")
-        out.append(_sample(values, level, each, sensitivity, lo, hi, generator))
+            label = f"quantile q={level:g} (exponential mechanism, Δ={sensitivity:g})"
+        else:
+            sensitivity = 1.0 if ledger.adjacency == ev.REPLACE_ONE else max(level, 1.0 - level)
+            label = f"quantile q={level:g} (KNG, Δ={sensitivity:g})"
+        reservation.charge(label=label)
+        out.append(_sample(values, level, each, sensitivity, lo, hi, generator, mechanism))
     return out[0] if single else np.array(out)
 
 
