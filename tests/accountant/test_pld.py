@@ -93,7 +93,10 @@ def test_pld_bounds_contain_exact_gaussian(parts, delta):
     assert exact <= pld <= exact + 1e-4 * max(1.0, exact)  # stated tolerance at the default grid
 
 
-@pytest.mark.parametrize(("scale", "shift", "count"), [(2.0, 3, 5), (1.0, 1, 20), (5.0, 2, 50)])
+@pytest.mark.parametrize(
+    ("scale", "shift", "count"),
+    [(2.0, 3, 5), (1.0, 1, 20), pytest.param(5.0, 2, 50, marks=pytest.mark.slow)],
+)
 def test_discrete_laplace_bounds_contain_exact(scale, shift, count):
     """The lower end uses the attained 1-D discrete Laplace pair (not the RR worst case)."""
     exact = float(ref.discrete_laplace_epsilon(scale, shift, count, 1e-6))
@@ -120,7 +123,8 @@ def test_discrete_gaussian_lower_bound_against_exact(sigma, shift, count):
 
 
 @pytest.mark.parametrize(
-    ("sigma", "shift", "count"), [(2.0, 1, 3), (1.0, 1, 5), (3.0, 2, 2), (5.0, 1, 20)]
+    ("sigma", "shift", "count"),
+    [(2.0, 1, 3), (1.0, 1, 5), (3.0, 2, 2), pytest.param(5.0, 1, 20, marks=pytest.mark.slow)],
 )
 def test_one_dimensional_discrete_gaussian_is_exact(sigma, shift, count):
     """dimension=1: the ⌊Δ⌋-shift pair dominates (MLR), so PLD brackets the exact value."""
@@ -233,7 +237,10 @@ def test_one_release_is_its_own_composition(monkeypatch):
     )
 
 
-@pytest.mark.parametrize(("scale", "shift", "count"), [(2.0, 3, 5), (1.0, 1, 20), (5.0, 2, 50)])
+@pytest.mark.parametrize(
+    ("scale", "shift", "count"),
+    [(2.0, 3, 5), (1.0, 1, 20), pytest.param(5.0, 2, 50, marks=pytest.mark.slow)],
+)
 def test_one_dimensional_discrete_laplace_is_exact(scale, shift, count):
     exact = float(ref.discrete_laplace_epsilon(scale, shift, count, 1e-6))
     lower, upper = epsilon_bounds(ev.DiscreteLaplace(scale, shift, dimension=1) * count, 1e-6)

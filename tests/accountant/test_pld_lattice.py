@@ -49,7 +49,7 @@ def test_reference_closed_form_agrees_at_two_precisions_and_with_the_known_value
     [
         (1, 0, 2.0, [0.0, 0.3, 1.9]),
         (7, 0, 0.37, [0.0, 0.5, 1.5, 2.5]),
-        (100, 0, 1.0, [40.0, 71.5, 90.0]),
+        pytest.param(100, 0, 1.0, [40.0, 71.5, 90.0], marks=pytest.mark.slow),
         (30, 12, 0.8, [5.0, 12.5, 20.0]),
         (0, 40, 0.25, [1.0, 4.0]),
         (25, 0, 4.0, [30.0, 70.0]),

@@ -347,7 +347,14 @@ def test_pickling_never_copies_an_in_memory_budget(name, data, tmp_path):
     assert all(copy_.ledger_.fits(e) == 0 for e in fitted.releases_)
 
 
-@names
+#: estimators whose five-fold cross-validation takes seconds (sympy, 2·J releases): slow
+SLOW_CV = {"FMPolynomial-Huber", "PrivateIRLS-published"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CV else n for n in sorted(ESTIMATORS)],
+)
 def test_pipeline_and_cross_validation_draw_on_one_budget(name, data):
     X, y = data
     eps, delta = budget(name)

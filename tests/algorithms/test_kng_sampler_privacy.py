@@ -134,7 +134,7 @@ def _mechanism(kind, adjacency="add_remove", max_proposals=1000):
         )  # fmt: skip
 
 
-@pytest.mark.parametrize("kind", ["kng", "exponential"])
+@pytest.mark.parametrize("kind", ["kng", pytest.param("exponential", marks=pytest.mark.slow)])
 def test_the_samplers_fail_as_often_as_their_exact_law_says(kind):
     """The implementation against the exact failure probability (3000 runs per side, a
     two-sided binomial test), and every θ it returns lies in Θ."""
@@ -308,6 +308,7 @@ def _fits(cls, X, y, runs, **kw):
     return failures, units
 
 
+@pytest.mark.slow
 def test_the_exponential_tilt_never_overflows_at_a_tiny_theta():
     """r = 1e-160: ελ/Δ overflowed to inf and the neighbour with one more row rejected
     every proposal (P(fail) 1 against 0.44: an infinite loss). The coin is now taken in
