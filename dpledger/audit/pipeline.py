@@ -231,6 +231,23 @@ class _Validator:
     def problem(self, line: int | None, message: str) -> None:
         self.problems.append((line, message))
 
+    def unknown_keys(
+        self,
+        table: Any,
+        known: Any,
+        line: Any,
+        where: str,
+        allowed: str,
+        what: str = "",
+    ) -> None:
+        """A problem for each key of ``table`` not in ``known``, with a suggestion."""
+        for key in table:
+            if key not in known:
+                self.problem(
+                    line(key),
+                    f"{where}: unknown key {key!r}{suggest(key, known)}{what} (allowed: {allowed})",
+                )
+
     def run(self) -> Pipeline:
         for key in self.data:
             if key not in ("claim", "release"):
@@ -256,13 +273,7 @@ class _Validator:
             self.problem(self.lines.of_claim(), "[claim] must be a table")
             return None
         line = self.lines.of_claim
-        for key in raw:
-            if key not in _CLAIM_KEYS:
-                self.problem(
-                    line(key),
-                    f"[claim]: unknown key {key!r}{suggest(key, _CLAIM_KEYS)} (allowed: "
-                    f"{', '.join(_CLAIM_KEYS)})",
-                )
+        self.unknown_keys(raw, _CLAIM_KEYS, line, "[claim]", ", ".join(_CLAIM_KEYS))
         adjacency = raw.get("adjacency")
         if adjacency is None:
             self.problem(
@@ -398,13 +409,8 @@ class _Validator:
         known = set(_RELEASE_COMMON) | set(required) | set(optional) | set(calib_keys)
         if calibration is not None:
             known.add("noise_sensitivity")
-        for key in table:
-            if key not in known:
-                self.problem(
-                    line(key),
-                    f"{where}: unknown key {key!r}{suggest(key, known)} for mechanism "
-                    f"{mechanism!r} (allowed: {', '.join(sorted(known))})",
-                )
+        keys = ", ".join(sorted(known))
+        self.unknown_keys(table, known, line, where, keys, f" for mechanism {mechanism!r}")
         params: dict[str, Any] = {}
         for key in (*required, *calib_keys):
             if key not in table:
