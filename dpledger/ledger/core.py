@@ -514,7 +514,7 @@ class Ledger:
             if plan:
                 self.refresh()
             reservation = self.reserve(
-                lambda p: [factory(p)] * count,
+                lambda p: planning.Repeat(factory(p), count),
                 share=None if plan else share,
                 plan=plan,
                 method=method,

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpledger._public import namespace
-from dpledger._rng import resolve_rng
+from dpledger._rng import check_rng, resolve_rng
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_choice, check_positive, check_probability
 from dpledger.accountant import METHODS
@@ -71,7 +71,7 @@ _USED_SEEDS: set[str] = set()
 _USED_LOCK = threading.Lock()
 
 
-def noise_generator(rng: Any, ledger: Ledger | None) -> np.random.Generator:
+def noise_generator(rng: Any, ledger: Ledger | None, salt: int = 0) -> np.random.Generator:
     """The generator a schedule draws its noise from (derived once its releases are checked).
 
     Without ``rng``: a fresh OS-seeded generator. With a seed or a Generator (for
@@ -94,6 +94,8 @@ def noise_generator(rng: Any, ledger: Ledger | None) -> np.random.Generator:
     if ledger is not None:
         count, digest = ledger.head
         material += [int(count), int(hashlib.sha256(digest.encode()).hexdigest()[:15], 16)]
+        if salt:  # another reservation of this ledger object opened at the same position
+            material.append(int(salt))
     else:
         key = repr(material)
         with _USED_LOCK:
@@ -109,6 +111,35 @@ def noise_generator(rng: Any, ledger: Ledger | None) -> np.random.Generator:
                 stacklevel=5,
             )
     return np.random.default_rng(np.random.SeedSequence(material))
+
+
+class Repeat(Sequence[Any]):
+    """``item`` ``count`` times, without building the list: a schedule of identical releases.
+
+    ``Ledger.calibrate(factory, count=2**40)`` calibrates 2⁴⁰ releases in the time of one
+    (the planning path works on runs of identical releases).
+    """
+
+    def __init__(self, item: Any, times: int) -> None:
+        self.item = item
+        self.times = times
+
+    def __len__(self) -> int:
+        return self.times
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return Repeat(self.item, len(range(*index.indices(self.times))))
+        if not -self.times <= index < self.times:
+            raise IndexError(index)
+        return self.item
+
+
+def _runs(events: Sequence[ev.Event]) -> tuple[tuple[ev.Event, int], ...]:
+    """A schedule as runs of identical releases (event, count)."""
+    if isinstance(events, Repeat):
+        return ((events.item, events.times),)
+    return schedule_runs(list(events))
 
 
 class Reservation:
@@ -140,9 +171,15 @@ class Reservation:
         label: str | None,
     ) -> None:
         self.ledger = ledger
-        self.mechanisms = tuple(mechanisms)
+        self.mechanisms: Sequence[Any]
+        self.events: Sequence[ev.Event]
+        if isinstance(mechanisms, Repeat):
+            self.mechanisms = mechanisms
+            self.events = Repeat(as_event(mechanisms.item, None, None), mechanisms.times)
+        else:
+            self.mechanisms = tuple(mechanisms)
+            self.events = tuple(as_event(m, None, None) for m in self.mechanisms)
         self.noise = noise
-        self.events = tuple(as_event(m, None, None) for m in self.mechanisms)
         self.releases_: list[ev.Event] = []
         self.generator: np.random.Generator | None = None
         self._plan = plan
@@ -151,6 +188,7 @@ class Reservation:
         self._label = label
         self._opened = False
         self._guard: Callable[[Callable[[], None]], Any] | None = None
+        self._decided: Filter | None = None  # an undecided auto ledger's choice, at open
 
     @property
     def opened(self) -> bool:
@@ -190,8 +228,25 @@ class Reservation:
             self.ledger.plan(self.mechanisms, method=self._method, label=self._label)
             self.generator = noise_generator(self._rng, None)
         else:
-            self.ledger.check(self.mechanisms, decide=True)
-            self.generator = noise_generator(self._rng, self.ledger)
+            with self.ledger._lock:
+                undecided = self._decided is not None and self.ledger._pending is None
+                if undecided and isinstance(self.ledger._state.filter, AutoFilter):
+                    self.ledger._pending = self._decided  # the currency it was calibrated in
+                try:
+                    self.ledger.check(self.mechanisms, decide=True)
+                except BaseException:
+                    if undecided:
+                        self.ledger._pending = None  # a refused open decides nothing
+                    raise
+                # reservations of one ledger object opened at the same position (threads)
+                # get different streams; sequential ones differ by the position itself
+                opened: dict[tuple[int, str], int] = self.ledger.__dict__.setdefault(
+                    "_opened_at", {}
+                )
+                head = self.ledger.head
+                salt = opened.get(head, 0)
+                opened[head] = salt + 1
+                self.generator = noise_generator(self._rng, self.ledger, salt)
         self._opened = True
 
     def next_mechanism(self) -> Any:
@@ -211,6 +266,7 @@ class Reservation:
         mechanism draws it), only the charge is made and ``value`` is returned as is:
         the caller draws the release itself, after this returns.
         """
+        label = check_label(label)
         _validate(self.next_mechanism(), value)
         self.open()
         return self._charge_and_draw(value, label)
@@ -221,6 +277,7 @@ class Reservation:
         For releases no single mechanism draws (noise correlated across sites, a
         sampler's output); opens the reservation if it is not open yet.
         """
+        label = check_label(label)
         self.next_mechanism()
         self.open()
         self._charge_and_draw(None, label)
@@ -237,7 +294,8 @@ class Reservation:
             raise InvalidArgumentError(
                 f"the schedule has {len(left)} releases left; {len(named)} values were given."
             )
-        for mechanism, (_, value) in zip(left, named, strict=True):
+        for mechanism, (name, value) in zip(left, named, strict=True):
+            check_label(f"{prefix}{name}")
             if not callable(value):
                 _validate(mechanism, value)
         self.open()
@@ -274,7 +332,9 @@ def _validate(mechanism: Any, value: Any) -> None:
 # -- the noise solve -------------------------------------------------------------------
 
 
-def _first_event(events_of: Callable[[float], list[ev.Event]], initial: float) -> list[ev.Event]:
+def _first_event(
+    events_of: Callable[[float], Sequence[ev.Event]], initial: float
+) -> Sequence[ev.Event]:
     """The schedule's events at ``initial`` noise, or at the least 2ᵏ multiple that has some.
 
     Which filter handles a schedule depends on its kinds, not its noise, so a probe at too
@@ -324,7 +384,7 @@ def _smallest_noise(accepted: Callable[[float], tuple[bool, float]], initial: fl
 
 
 def _fits_within(
-    filt: Filter, total: Total, room: Sequence[Fraction], events: list[ev.Event]
+    filt: Filter, total: Total, room: Sequence[Fraction], events: Sequence[ev.Event]
 ) -> tuple[bool, float]:
     """Do ``events``, charged one by one at their exact costs, fit ``room`` after ``total``?
 
@@ -333,7 +393,7 @@ def _fits_within(
     """
     need = [Fraction(0)] * len(room)
     first = True
-    for event, count in schedule_runs(events):
+    for event, count in _runs(events):
         if first:
             filt.admit(total, event)
             first = False
@@ -368,7 +428,7 @@ def _solve_share(
     filt: Filter,
     total: Total,
     share: float,
-    events_of: Callable[[float], list[ev.Event]],
+    events_of: Callable[[float], Sequence[ev.Event]],
     initial: float,
 ) -> float:
     room = _room(filt, total, share)
@@ -377,7 +437,7 @@ def _solve_share(
 
 def _choose_filter(
     auto: AutoFilter,
-    events_of: Callable[[float], list[ev.Event]],
+    events_of: Callable[[float], Sequence[ev.Event]],
     share: float,
     initial: float,
 ) -> tuple[float, Filter]:
@@ -396,7 +456,7 @@ def _choose_filter(
         p = initial
         for rank in range(2):
             at = _first_event(events_of, initial) if rank == 0 else events_of(p)
-            order = RDPFilter.order_for(epsilon, delta, ev.Composed(tuple(at)))
+            order = RDPFilter.order_for(epsilon, delta, _composed(at))
             renyi = RDPFilter(epsilon, delta, order)
             p = _solve_share(renyi, renyi.zero(), share, events_of, initial)
             found.append((p, rank, renyi))
@@ -409,14 +469,14 @@ def _choose_filter(
     return p, chosen
 
 
-def _composed(events: list[ev.Event]) -> ev.Event:
+def _composed(events: Sequence[ev.Event]) -> ev.Event:
     """The schedule as one event: a run of T identical releases is one repeated event."""
-    parts = [e * c if c > 1 else e for e, c in schedule_runs(events)]
+    parts = [e * c if c > 1 else e for e, c in _runs(events)]
     return parts[0] if len(parts) == 1 else ev.Composed(tuple(parts))
 
 
 def _tightest(
-    events_of: Callable[[float], list[ev.Event]],
+    events_of: Callable[[float], Sequence[ev.Event]],
     epsilon: float,
     delta: float,
     method: str,
@@ -445,12 +505,12 @@ def _tightest(
 
 def _in_currency(
     ledger: Ledger,
-    events_of: Callable[[float], list[ev.Event]],
+    events_of: Callable[[float], Sequence[ev.Event]],
     epsilon: float,
     delta: float,
     initial: float,
     tightest: float,
-) -> float:
+) -> tuple[float, Filter | None]:
     """The least noise ≥ ``tightest`` that a like ledger holding (ε, δ) accepts.
 
     A ledger of the same currency holding only (ε, δ) must accept the schedule charged
@@ -458,8 +518,26 @@ def _in_currency(
     The shared ledger then charges that schedule in its currency. A currency that cannot
     express (ε, δ) on its own (a Rényi ledger whose order suits its whole budget, not
     this share) leaves the tightest noise: the shared ledger charges it at its order.
+
+    An undecided automatic ledger is decided for the currency with the least noise (the
+    filter returned, recorded when the reservation opens); otherwise None.
     """
-    config = ledger._currency(_composed(_first_event(events_of, initial)))
+    state = ledger._state
+    if isinstance(state.filter, AutoFilter) and ledger._pending is None:
+        found: list[tuple[float, int, Filter]] = []
+        for rank, candidate in enumerate(state.filter.candidates()):
+            try:
+                like = make_filter(candidate.name, epsilon, delta)
+                p = max(tightest, _solve_share(like, like.zero(), 1.0, events_of, initial))
+            except (NotApplicableError, CalibrationError, InvalidArgumentError):
+                continue
+            found.append((p, rank, candidate))
+        if found:
+            p, _, chosen = min(found, key=lambda item: (item[0], item[1]))
+            return p, chosen
+    # the filter that would handle the schedule at the tightest noise (what the check at
+    # open settles by; at the starting guess it could be another currency)
+    config = ledger._currency(_composed(events_of(tightest)))
     if config.get("accountant") == "plan":
         raise InvalidArgumentError(
             "this ledger is planned: it accepts only the releases of its plan. Fit with "
@@ -468,8 +546,8 @@ def _in_currency(
     try:
         like = make_filter(config["accountant"], epsilon, delta, config.get("order"))
     except InvalidArgumentError:
-        return tightest
-    return max(tightest, _solve_share(like, like.zero(), 1.0, events_of, initial))
+        return tightest, None
+    return max(tightest, _solve_share(like, like.zero(), 1.0, events_of, initial)), None
 
 
 def check_schedule(ledger: Ledger, items: Any, decide: bool) -> None:
@@ -584,6 +662,8 @@ def reserve(
         (2, 2)
     """
     method = check_choice("method", method, METHODS)
+    check_rng(rng)  # refused before anything is decided (an auto ledger's filter)
+    label = check_label(label)
     if callable(schedule):
         make: Make = schedule
         fixed = None
@@ -611,9 +691,14 @@ def reserve(
         epsilon = check_positive("epsilon", epsilon)
         delta = check_probability("delta", delta)
 
-    def events_of(p: float) -> list[ev.Event]:
+    def events_of(p: float) -> Sequence[ev.Event]:
+        made = make(p)
+        if isinstance(made, Repeat):
+            event = as_event(made.item, None, None)
+            check_adjacency(event, ledger.adjacency)
+            return Repeat(event, made.times)
         out = []
-        for item in make(p):
+        for item in made:
             event = as_event(item, None, None)
             check_adjacency(event, ledger.adjacency)
             out.append(event)
@@ -635,14 +720,19 @@ def reserve(
         elif epsilon is not None:
             assert delta is not None
             tightest = _tightest(events_of, epsilon, delta, "auto", initial, safe)
-            p = _in_currency(ledger, events_of, epsilon, delta, initial, tightest)
+            p, decided = _in_currency(ledger, events_of, epsilon, delta, initial, tightest)
+            reservation = Reservation(
+                ledger, make(p), p, plan=plan, method=method, rng=rng, label=label
+            )
+            reservation._decided = decided
+            return reservation
         else:
             p = _share_of_remaining(ledger, events_of, 1.0 if share is None else share, initial)
         return Reservation(ledger, make(p), p, plan=plan, method=method, rng=rng, label=label)
 
 
 def _share_of_remaining(
-    ledger: Ledger, events_of: Callable[[float], list[ev.Event]], share: float, initial: float
+    ledger: Ledger, events_of: Callable[[float], Sequence[ev.Event]], share: float, initial: float
 ) -> float:
     """The least noise whose schedule fits ``share`` of what remains, in the ledger's currency.
 

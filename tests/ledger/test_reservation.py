@@ -1,0 +1,61 @@
+"""Reservations: what Ledger.reserve promises (an adversarial review's findings, each kept)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpledger as dpl
+from dpledger import events as ev
+from dpledger import mechanisms
+from dpledger.errors import InvalidArgumentTypeError
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpledger.errors.FloatingPointWarning")
+
+
+def test_calibrating_two_to_the_forty_releases_builds_no_list():
+    """A count of identical releases is one run: 2⁴⁰ Gaussians calibrate like one, and
+    exactly as zCDP says (ρ* / 2⁴⁰ per release)."""
+    ledger = dpl.Ledger(1.0, 1e-5, accountant="zcdp")
+    gaussian = ledger.calibrate(lambda s: ev.Gaussian(s), count=2**40)
+    rho = ledger.budget.rho
+    assert gaussian.sigma == pytest.approx(np.sqrt(2**40 / (2 * rho)), rel=1e-9)
+    assert ledger.fits(gaussian) == 2**40
+
+
+def test_two_reservations_opened_at_one_position_draw_different_noise():
+    """The same seed on one ledger object, two reservations opened before either charges
+    (threads): the noise differs (identical noise would publish the difference)."""
+    ledger = dpl.Ledger(5.0, 1e-5)
+    make = lambda p: [mechanisms.Gaussian(p, safe=False)]  # noqa: E731
+    first = ledger.reserve(make, epsilon=1.0, delta=1e-6, rng=7).open()
+    second = ledger.reserve(make, epsilon=1.0, delta=1e-6, rng=7).open()
+    a = first.release(10.0)
+    b = second.release(20.0)
+    assert b - a != pytest.approx(10.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("initial", [1.0, 100.0])
+def test_an_undecided_ledger_takes_the_currency_with_least_noise(initial):
+    """200 Laplace releases for (1, 1e-6) on an undecided ledger: zCDP needs far less noise
+    than basic composition (scale 200), whatever the starting guess; the ledger is then
+    decided for zCDP and accepts the schedule."""
+    ledger = dpl.Ledger(1.0, 1e-6)
+    plan = ledger.reserve(lambda p: [ev.Laplace(p)] * 200, epsilon=1.0, delta=1e-6, initial=initial)
+    assert plan.noise < 0.5 * 200
+    plan.release_all([(f"q{i}", None) for i in range(200)])
+    assert ledger.accountant == "zcdp" and len(ledger.receipts) == 200
+
+
+def test_a_bad_rng_or_label_is_refused_before_anything_is_decided():
+    ledger = dpl.Ledger(1.0, 1e-6)
+    with pytest.raises(InvalidArgumentTypeError, match="rng"):
+        ledger.reserve([ev.Gaussian(5.0)], rng="seed")
+    with pytest.raises(InvalidArgumentTypeError, match="label"):
+        ledger.reserve([ev.Gaussian(5.0)], label=7)
+    own = dpl.Ledger(1.0, 1e-6)
+    plan = own.reserve([ev.Gaussian(50.0)], plan=True)
+    with pytest.raises(InvalidArgumentTypeError, match="label"):
+        plan.charge(label=7)
+    assert own.receipts == () and not plan.opened
+    assert ledger.receipts == () and ledger.fits(ev.Laplace(10.0)) == 10  # still undecided
