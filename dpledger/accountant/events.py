@@ -504,6 +504,7 @@ def walk(event: Event) -> Iterator[tuple[Event, int]]:
     Repetitions, compositions and sampling wrappers included (:meth:`Event.children`):
     the one walk over an event's structure (a 3,000-deep tree needs no recursion).
     """
+    _check_event("event", event)
     stack = [(event, 1)]
     while stack:
         current, depth = stack.pop()

@@ -697,6 +697,11 @@ def reserve(
             event = as_event(made.item, None, None)
             check_adjacency(event, ledger.adjacency)
             return Repeat(event, made.times)
+        if isinstance(made, (ev.Event, str, bytes)) or not hasattr(made, "__iter__"):
+            raise InvalidArgumentTypeError(
+                "`schedule` must return a sequence of releases (events or mechanisms) for "
+                f"the noise {p!r}. Found {made!r}."
+            )
         out = []
         for item in made:
             event = as_event(item, None, None)

@@ -59,3 +59,15 @@ def test_a_bad_rng_or_label_is_refused_before_anything_is_decided():
         plan.charge(label=7)
     assert own.receipts == () and not plan.opened
     assert ledger.receipts == () and ledger.fits(ev.Laplace(10.0)) == 10  # still undecided
+
+
+@pytest.mark.parametrize("made", [5, ev.Gaussian(1.0), "x"])
+def test_a_schedule_factory_that_returns_no_sequence_is_named(made):
+    with pytest.raises(InvalidArgumentTypeError, match="`schedule` must return a sequence"):
+        dpl.Ledger(1.0, 1e-6).reserve(lambda p: made, epsilon=0.5, delta=1e-7)
+
+
+@pytest.mark.parametrize("bad", [5, "x", None])
+def test_walking_something_that_is_not_an_event_is_named(bad):
+    with pytest.raises(InvalidArgumentTypeError, match="`event` must be a privacy event"):
+        list(ev.walk(bad))
