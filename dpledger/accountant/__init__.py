@@ -41,6 +41,7 @@ from dpledger.accountant import events
 from dpledger.accountant._base import Accountant, Summary
 from dpledger.accountant.advanced import AdvancedAccountant, advanced_composition
 from dpledger.accountant.basic import BasicAccountant, amplify_by_subsampling, dp_guarantee
+from dpledger.accountant.discrete_gaussian import continuous_price
 from dpledger.accountant.events import Event, _check_event
 from dpledger.accountant.gdp import (
     GDPAccountant,
@@ -59,6 +60,7 @@ from dpledger.accountant.mcdp import (
 )
 from dpledger.accountant.optimal import OptimalAccountant
 from dpledger.accountant.pld import PLDAccountant, epsilon_bounds
+from dpledger.accountant.pld._accountant import EXACT_DISCRETE_SIGMA
 from dpledger.accountant.rdp import RDPAccountant, rdp_curve, rdp_to_delta, rdp_to_epsilon
 from dpledger.accountant.zcdp import (
     ZCDPAccountant,
@@ -127,13 +129,27 @@ METHODS: tuple[str, ...] = ("auto", *ACCOUNTANTS)
 """The values ``method`` accepts."""
 
 
+def _priced_discrete(atom: Event) -> bool:
+    """A discrete Gaussian that GDP accounts at the continuous price, nearly exactly.
+
+    Its σ above :data:`EXACT_DISCRETE_SIGMA` grid units: the price is the continuous
+    curve at σ₀ = σ√(1 − τ²/σ²) (τ ≈ 2, so σ₀/σ > 1 − 3·10⁻⁶) plus a slack ≤ 2⁻¹⁰⁰ — an
+    upper bound PLD cannot meaningfully improve on (PLD applies the same price there).
+    """
+    return (
+        type(atom) is events.DiscreteGaussian
+        and atom.sigma > EXACT_DISCRETE_SIGMA
+        and continuous_price(atom) is not None
+    )
+
+
 def _binary_rr(atom: Event) -> bool:
     return type(atom) is events.RandomizedResponse and atom.categories == 2
 
 
 _EXACT_WHEN: dict[str, Callable[[Event], bool]] = {
     # all releases of these kinds → this method is exact, so PLD cannot improve on it
-    "gdp": lambda atom: type(atom) is events.Gaussian,
+    "gdp": lambda atom: type(atom) is events.Gaussian or _priced_discrete(atom),
     "optimal": lambda atom: type(atom) in (events.PureDP, events.ApproxDP) or _binary_rr(atom),
 }
 

@@ -33,16 +33,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
 from scipy import special
 
-from dpledger._numerics import mul_up, ratio_squared_up, round_up, sqrt_up, square_up, sum_up
+from dpledger._numerics import (
+    float_down,
+    mul_up,
+    ratio_squared_up,
+    round_up,
+    sqrt_up,
+    square_up,
+    sum_up,
+)
 from dpledger._public import namespace
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_nonnegative, check_positive, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
+from dpledger.accountant.discrete_gaussian import continuous_price
 from dpledger.errors import NotApplicableError
 
 __all__ = [
@@ -246,9 +256,15 @@ def pure_dp_to_gdp(epsilon: float) -> float:
 
 @dataclass(frozen=True)
 class GDPSummary(Summary):
-    """A μ-GDP guarantee, stored as μ² (which adds under composition)."""
+    """A μ-GDP guarantee, stored as μ² (which adds under composition), and a δ slack.
+
+    ``slack`` s ≥ 0 is the certified additive slack of discrete Gaussians accounted at the
+    continuous price (:mod:`.discrete_gaussian`): the guarantee is δ(ε) ≤ s + (1 − s)δ_μ(ε).
+    Slacks add under composition (an upper bound on 1 − Π(1 − sᵢ)).
+    """
 
     mu_squared: float = 0.0
+    slack: float = 0.0
 
     @property
     def mu(self) -> float:
@@ -256,23 +272,46 @@ class GDPSummary(Summary):
         return sqrt_up(self.mu_squared)
 
     def __add__(self, other: GDPSummary) -> GDPSummary:
-        return GDPSummary(sum_up(self.mu_squared, other.mu_squared))
+        return GDPSummary(
+            sum_up(self.mu_squared, other.mu_squared), min(1.0, sum_up(self.slack, other.slack))
+        )
 
     def scaled(self, count: int) -> GDPSummary:
         """The guarantee of ``count`` adaptive repetitions (exact, rounded up)."""
-        return GDPSummary(mul_up(self.mu_squared, count))
+        return GDPSummary(mul_up(self.mu_squared, count), min(1.0, mul_up(self.slack, count)))
 
     def epsilon(self, delta: float) -> float:
         """Smallest ε certified at ``delta`` by this notion (``inf`` if none)."""
-        return gdp_epsilon(delta, round_up(self.mu))
+        if self.slack == 0:
+            return gdp_epsilon(delta, round_up(self.mu))
+        # s + (1 − s)δ_μ(ε) ≤ δ holds where δ_μ(ε) ≤ δ − s (rounded down)
+        rest = float_down(Fraction(delta) - Fraction(self.slack))
+        if rest <= 0:
+            return math.inf
+        return gdp_epsilon(rest, round_up(self.mu))
 
     def delta(self, epsilon: float) -> float:
         """Smallest δ certified at ``epsilon`` by this notion (at most 1)."""
-        return gdp_delta(epsilon, round_up(self.mu))
+        value = gdp_delta(epsilon, round_up(self.mu))
+        if self.slack == 0:
+            return value
+        return min(1.0, sum_up(value, self.slack))
 
 
 def _from_mu(mu: float) -> GDPSummary:
     return GDPSummary(square_up(mu))
+
+
+def _discrete_gaussian(e: ev.DiscreteGaussian) -> GDPSummary:
+    """At the continuous Gaussian's price plus a certified slack (:mod:`.discrete_gaussian`)."""
+    price = continuous_price(e)
+    if price is None:
+        raise NotApplicableError(
+            f"method 'gdp' cannot account for {e!r}: the continuous price needs a known "
+            "`dimension` and σ above about a grid unit. Use method='zcdp' or 'auto'."
+        )
+    gaussian, slack = price
+    return GDPSummary(ratio_squared_up(gaussian.sensitivity, gaussian.sigma), slack)
 
 
 def _approx(e: ev.ApproxDP) -> GDPSummary:
@@ -296,6 +335,7 @@ class GDPAccountant(Accountant[GDPSummary]):
     method: ClassVar[str] = "gdp"
     handlers: ClassVar[dict[type[ev.Event], Any]] = {
         ev.Gaussian: lambda e: GDPSummary(ratio_squared_up(e.sensitivity, e.sigma)),
+        ev.DiscreteGaussian: _discrete_gaussian,
         ev.Laplace: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),
         ev.DiscreteLaplace: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),
         ev.PureDP: lambda e: _from_mu(pure_dp_to_gdp(e.epsilon)),

@@ -42,7 +42,6 @@ from dpledger._public import namespace
 from dpledger._validation import check_choice, check_positive, check_probability, check_real
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
-from dpledger.calibrate import mechanism as calibrated_mechanism
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 from dpledger.mechanisms import DiscreteGaussian, DiscreteLaplace, ExactValue, Gaussian, Laplace
 from dpledger.mechanisms.base import Mechanism
@@ -243,11 +242,21 @@ class _Plan:
         """
         self.items.append((value, integer, l1, l2, label))
 
-    def add_count(self, rows: int, group: np.ndarray | None, n_groups: int) -> None:
-        """The release of the number of ``rows`` records (per group): integer-valued."""
+    def add_count(
+        self, rows: int, group: np.ndarray | None, n_groups: int, integer: bool = True
+    ) -> None:
+        """The release of the number of ``rows`` records (per group).
+
+        ``integer``: integer noise (discrete Gaussian or Laplace on the integers), for a
+        count released as such; otherwise the noise of the sums (a safe Gaussian on a fine
+        grid), for a count that is only a denominator — its σ of a few units would cost
+        ~6 % more than the continuous price as a discrete Gaussian on the integers
+        (:mod:`dpledger.accountant.discrete_gaussian`), and nothing on a fine grid.
+        """
         l1, l2 = _count_sensitivity(self.ledger.adjacency)
         counts = _per_group(np.ones((rows, 1)), group, n_groups, [(1.0, 1.0)])
-        self.add(counts.floor_steps(1.0).reshape(-1), True, l1, l2, "count")  # exact integers
+        exact = counts.floor_steps(1.0).reshape(-1)  # exact integers
+        self.add(exact, integer, l1, l2, "count")
 
     def add_sums(
         self,
@@ -271,29 +280,37 @@ class _Plan:
         return lambda b: Laplace(b, l1, dimension=d)
 
     def run(self, rng: Any) -> list[np.ndarray]:
-        """Calibrate every release, check they all fit, then release them in turn."""
-        k = len(self.items)
-        mechanisms: list[Mechanism] = []
+        """Calibrate the query's releases jointly, check they all fit, then release them.
+
+        One schedule through the ledger's planning path (:meth:`Ledger.reserve
+        <dpledger.Ledger.reserve>`): release i gets noise p·Δᵢ (its sensitivity in the
+        noise's norm: every release at the same μ, or the same ε for Laplace noise), and p
+        is the least that meets the query's own (ε, δ) with the tightest method — the
+        releases composed together, not split by basic composition — or that fits its
+        ``share`` of what remains, in the ledger's currency.
+        """
+        if self.epsilon is not None:
+            if self.noise == "laplace" and self.delta > 0:
+                raise InvalidArgumentError("Laplace noise is pure: pass `delta=0`.")
+            if self.noise == "gaussian" and self.delta == 0:
+                raise InvalidArgumentError("Gaussian noise needs `delta` > 0 (or noise='laplace').")
+        parts = []
         for value, integer, l1, l2, _ in self.items:
-            factory = self._factory(integer, l1, l2, value.size)
-            if self.epsilon is not None:
-                if self.noise == "laplace" and self.delta > 0:
-                    raise InvalidArgumentError("Laplace noise is pure: pass `delta=0`.")
-                if self.noise == "gaussian" and self.delta == 0:
-                    raise InvalidArgumentError(
-                        "Gaussian noise needs `delta` > 0 (or noise='laplace')."
-                    )
-                # the query's own (ε, δ), split evenly over its releases (basic composition)
-                mechanisms.append(
-                    calibrated_mechanism(factory, epsilon=self.epsilon / k, delta=self.delta / k)
-                )
-            else:
-                # equal shares of what remains now; charges add in every ledger currency
-                mechanisms.append(self.ledger.calibrate(factory, share=self.share / k))
+            sensitivity = l2 if self.noise == "gaussian" else l1
+            parts.append((self._factory(integer, l1, l2, value.size), sensitivity))
+
+        def schedule(p: float) -> list[Mechanism]:
+            return [factory(p * sensitivity) for factory, sensitivity in parts]
+
         # every value validated and all of the query's releases checked, in order, before
         # the first (nothing half-done); a seeded rng is combined with the ledger's
         # position, so no two queries repeat noise
-        reservation = self.ledger.reserve(mechanisms, rng=rng)
+        if self.epsilon is not None:
+            reservation = self.ledger.reserve(
+                schedule, epsilon=self.epsilon, delta=self.delta, rng=rng
+            )
+        else:
+            reservation = self.ledger.reserve(schedule, share=self.share, rng=rng)
         named = [
             (label, value.astype(np.int64) if integer else value)
             for value, integer, _, _, label in self.items
@@ -485,7 +502,7 @@ def _moments(
     centred = _clip(values, column_bounds) - middle
     public_n = keys is None and ledger.adjacency == ev.REPLACE_ONE
     if not public_n:
-        plan.add_count(values.shape[0], group, n_groups)
+        plan.add_count(values.shape[0], group, n_groups, integer=False)
     # centred on the middle of the bounds: each value moves the sum by at most half the
     # range (add/remove) or the whole range (replace-one)
     plan.add_sums(centred, group, n_groups, [(-h, h) for h in half], "sum")

@@ -23,14 +23,15 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from dpledger._numerics import float_up, round_up, square_up, sum_up
+from dpledger._numerics import float_down, float_up, round_up, square_up, sum_up
 from dpledger._public import namespace
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_positive
 from dpledger.accountant import events as ev
 from dpledger.accountant.basic import BasicAccountant
-from dpledger.accountant.costs import exact_basic, exact_mu_squared, exact_rho
-from dpledger.accountant.gdp import gdp_delta, gdp_epsilon
+from dpledger.accountant.costs import exact_basic, exact_mu_squared, exact_rho, pure_epsilon
+from dpledger.accountant.discrete_gaussian import continuous_price
+from dpledger.accountant.gdp import gdp_delta, gdp_epsilon, pure_dp_to_gdp
 from dpledger.accountant.rdp import (
     budget_at_order,
     conversion_offset,
@@ -64,6 +65,9 @@ __all__ = [
 
 Total = tuple[Fraction, ...]
 Cost = tuple[Fraction, ...]
+
+_SLACK_SHARE = 2.0**-30
+"""The share of a GDP ledger's δ reserved for the slack of discrete Gaussians."""
 
 INFINITE = Fraction(2) ** 1100
 """An infinite charge, as an exact value above every float budget (it never fits)."""
@@ -210,6 +214,19 @@ class Filter(abc.ABC):
     def admit(self, total: Total, event: ev.Event) -> None:  # noqa: B027 (optional hook)
         """Raise if ``event`` may not come next (beyond what it costs). Default: any may."""
 
+    def share(self, event: ev.Event) -> Fraction:
+        """The largest share of the budget one release of ``event`` takes (exact).
+
+        1/share is how many such releases fit, before rounding down to a whole number: the
+        finer comparison the automatic choice uses (two filters that both fit 2 releases
+        may differ by 30 % in what one release costs).
+        """
+        shares = [
+            (c / Fraction(limit)) if limit > 0 else (Fraction(0) if c == 0 else INFINITE)
+            for c, limit in zip(self.cost(event), self.limit(), strict=True)
+        ]
+        return max(shares, default=Fraction(0))
+
     def fits(self, total: Total, event: ev.Event) -> int:
         """How many more releases of ``event`` this filter accepts after ``total``."""
         return self.fits_count(total, self.cost(event))
@@ -341,12 +358,28 @@ class ZCDPFilter(Filter):
 
 
 class GDPFilter(Filter):
-    """Gaussian-DP filter: Σ(Δᵢ/σᵢ)² ≤ μ*², μ* the largest μ with δ_μ(ε) ≤ δ.
+    """Gaussian-DP filter: Σμᵢ² ≤ μ*², μ* the largest μ with δ_μ(ε) ≤ δ(1 − 2⁻³⁰).
 
-    Valid for adaptively chosen Gaussian releases: fully adaptive composition of Gaussian
-    mechanisms (Smith & Thakurta 2022; Koskela, Tobaben & Honkela 2023) — the interaction
-    is μ*-GDP, and μ*-GDP is exactly (ε, δ)-DP (Dong, Roth & Su 2019). The tightest filter
-    for Gaussian-only work. Accepts Gaussian releases only.
+    Valid for adaptively chosen releases each μᵢ-GDP given the past: fully adaptive
+    composition of GDP mechanisms (Smith & Thakurta 2022; Koskela, Tobaben & Honkela
+    2023) — the interaction is μ*-GDP, and μ*-GDP is exactly (ε, δ_μ*(ε))-DP (Dong, Roth
+    & Su 2019). It charges
+
+    * a Gaussian: μ² = (Δ/σ)², exactly — the tightest filter for Gaussian work;
+    * a discrete Gaussian: (Δ/σ₀)² at the continuous price, σ₀ = √(σ² − τ²), with its
+      certified slack s ≤ 2⁻¹⁰⁰ (:mod:`~dpledger.accountant.discrete_gaussian`) drawn
+      from the reserved 2⁻³⁰δ in proportion to its charge: the charge is at least
+      s·μ*²/(2⁻³⁰δ) (binding only for a release taking below ~10⁻¹⁴ of the budget, or
+      for σ of about 3 grid units or less, where the slack grows). The slacks of all
+      accepted ones then add to at most 2⁻³⁰δ, and the interaction is (ε, δ)-DP by the
+      theorem there (its transcript argument holds for any stopping rule on public
+      parameters);
+    * a pure ε-DP release (Laplace, randomized response, bounded range, ...): μ(ε)² with
+      μ(ε) = 2Φ⁻¹(e^ε/(1 + e^ε)), the GDP parameter every ε-DP mechanism has
+      (:func:`~dpledger.accountant.gdp.pure_dp_to_gdp`) — valid, dearer than zCDP's ε²/2.
+
+    Subsampled releases, zCDP events and (ε, δ) releases with δ > 0 have no GDP
+    guarantee and are refused.
     """
 
     name: ClassVar[str] = "gdp"
@@ -356,13 +389,15 @@ class GDPFilter(Filter):
         super().__init__(epsilon, delta)
         if delta == 0:
             raise InvalidArgumentError("a GDP ledger needs `delta` > 0. Found 0.0.")
-        log_delta = math.log(delta)
+        self._slack_budget = delta * _SLACK_SHARE  # exact: a power of two
+        target = float_down(Fraction(delta) - Fraction(self._slack_budget))
+        log_target = math.log(target)
 
         def excess(inverse: float) -> float:
             achieved = gdp_delta(epsilon, 1.0 / inverse)
-            if achieved > delta:
+            if achieved > target:
                 return 1.0
-            return math.log(achieved) - log_delta if achieved > 0 else -math.inf
+            return math.log(achieved) - log_target if achieved > 0 else -math.inf
 
         hi = 1.0
         while excess(hi) > 0:
@@ -372,20 +407,43 @@ class GDPFilter(Filter):
         self._mu_squared = self._settle((mu * mu * (1.0 - 2.0**-50),))[0]
 
     def exact_charge(self, event: ev.Event) -> Cost | None:
-        """Σ(Δ/σ)² exactly."""
+        """Σ(Δ/σ)² exactly, for Gaussian releases."""
         mu2 = exact_mu_squared(event)
         return None if mu2 is None else (mu2,)
+
+    def _atom(self, atom: ev.Event) -> float:
+        """μ² of one release (rounded up); raises NotApplicableError."""
+        if type(atom) is ev.Gaussian:
+            return square_up(atom.mu)
+        if type(atom) is ev.DiscreteGaussian:
+            price = continuous_price(atom)
+            if price is not None:
+                gaussian, slack = price
+                # the slack is drawn from the reserve in proportion to the charge: a release
+                # with a tiny μ² is charged at least s·μ*²/reserve (so Σs ≤ reserve)
+                floor = round_up(slack / self._slack_budget * self._mu_squared * (1 + 2**-40))
+                return max(square_up(gaussian.mu), floor)
+            if atom.dimension is not None:
+                return math.inf  # σ ≲ 1 grid unit: the slack reaches 1, nothing fits
+            raise NotApplicableError(
+                "the GDP ledger charges a discrete Gaussian at the continuous price, which "
+                f"needs a known dimension (found {atom!r}); "
+                "use accountant='zcdp'."
+            )
+        pure = pure_epsilon(atom)
+        if pure is not None:
+            return square_up(pure_dp_to_gdp(pure))
+        raise NotApplicableError(
+            f"the GDP ledger accepts Gaussian, discrete Gaussian and pure ε-DP releases "
+            f"(found {atom!r}); use accountant='zcdp' for zCDP events or 'rdp' for "
+            "subsampling."
+        )
 
     def charge(self, event: ev.Event) -> Charge:
         """μ² of the release."""
         total = 0.0
         for atom, count in ev.flatten(event).items():
-            if not isinstance(atom, ev.Gaussian):
-                raise NotApplicableError(
-                    f"the GDP ledger accepts Gaussian releases only (found {atom!r}); use "
-                    "accountant='zcdp' for mixed workloads or 'rdp' for subsampling."
-                )
-            total = sum_up(total, round_up(count * square_up(atom.mu)))  # ∞, not an error
+            total = sum_up(total, round_up(count * self._atom(atom)))  # ∞, not an error
         return (total,)
 
     def limit(self) -> Charge:
@@ -393,8 +451,9 @@ class GDPFilter(Filter):
         return (self._mu_squared,)
 
     def guarantee(self, total: Charge) -> tuple[float, float]:
-        """(ε at δ, δ), exact."""
-        return (gdp_epsilon(self.delta, round_up(math.sqrt(total[0]))), self.delta)
+        """(ε at δ, δ): the slacks of discrete Gaussians are within the reserved 2⁻³⁰δ."""
+        rest = float_down(Fraction(self.delta) - Fraction(self._slack_budget))
+        return (gdp_epsilon(rest, round_up(math.sqrt(total[0]))), self.delta)
 
 
 class RDPFilter(Filter):
@@ -485,18 +544,20 @@ class RDPFilter(Filter):
 class AutoFilter(Filter):
     """The default: undecided until the first release, then the filter that fits it best.
 
-    At the first release the ledger fixes, for good, the filter under which the most
-    releases like it fit the budget: basic composition or zCDP for releases either can
-    account (with δ = 0 only basic applies); a Rényi filter, at the order where the most
-    such releases fit, for releases only Rényi DP can account (Poisson-subsampled
-    Gaussians: DP-SGD). Gaussian DP is never chosen automatically (it refuses every
-    non-Gaussian release); ask for ``accountant="gdp"``.
+    At the first release the ledger fixes, for good, the filter under which one release
+    like it takes the smallest share of the budget (:meth:`Filter.share`): basic
+    composition, zCDP or Gaussian DP for releases they can account (with δ = 0 only
+    basic applies) — so Gaussian and discrete-Gaussian work is charged at its exact GDP
+    price (:class:`GDPFilter`, which also accepts pure-DP releases afterwards); a Rényi
+    filter, at the order where the most such releases fit, for releases only Rényi DP
+    can account (Poisson-subsampled Gaussians: DP-SGD). On a
+    tie the earlier candidate (basic, then zCDP) is kept.
 
     Why this is valid: the first release is chosen before any output exists, so a choice
     that depends only on it is a choice made in advance, and from then on the ledger *is*
     that filter (each valid under adaptivity, see its docstring). No single filter is
     known that fits as many pure-DP releases as basic composition and as many Gaussian
-    releases as zCDP at once (docs/ledger.md, "The default ledger"); a refused release
+    releases as GDP at once (docs/ledger.md, "The default ledger"); a refused release
     says which accountant would have accepted it.
     """
 
@@ -508,10 +569,14 @@ class AutoFilter(Filter):
         self._chosen: dict[ev.Event, Filter] = {}
 
     def candidates(self) -> list[Filter]:
-        """The filters it chooses between (without the Rényi one)."""
+        """The filters it chooses between (without the Rényi one), in order of preference."""
         if self.delta == 0:
             return [BasicFilter(self.epsilon, 0.0)]
-        return [BasicFilter(self.epsilon, self.delta), ZCDPFilter(self.epsilon, self.delta)]
+        return [
+            BasicFilter(self.epsilon, self.delta),
+            ZCDPFilter(self.epsilon, self.delta),
+            GDPFilter(self.epsilon, self.delta),
+        ]
 
     def settle(self, event: ev.Event) -> Filter:
         """The filter under which the most releases like ``event`` fit."""
@@ -519,14 +584,14 @@ class AutoFilter(Filter):
         if found is not None:
             return found
         best: Filter | None = None
-        best_count = -1
+        best_share: Fraction | None = None
         for candidate in self.candidates():
             try:
-                count = candidate.fits(candidate.zero(), event)
+                share = candidate.share(event)
             except NotApplicableError:
                 continue
-            if count > best_count:
-                best, best_count = candidate, count
+            if best_share is None or share < best_share:
+                best, best_share = candidate, share
         if best is None and self.delta > 0:
             order = RDPFilter.order_for(self.epsilon, self.delta, event)
             best = RDPFilter(self.epsilon, self.delta, order)

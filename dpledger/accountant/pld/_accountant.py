@@ -21,6 +21,7 @@ from dpledger._solve import NoSafeValueError, largest_holding, smallest_satisfyi
 from dpledger._validation import check_int_at_least, check_positive, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
+from dpledger.accountant.discrete_gaussian import as_continuous
 from dpledger.accountant.pld._composition import (
     _GUARD_TILT,
     _LAMBDAS,
@@ -730,6 +731,11 @@ def _lattice_of(releases: tuple[tuple[ev.Event, int], ...], kind: str) -> Lattic
     return lattice_composition(tuple(measures))
 
 
+EXACT_DISCRETE_SIGMA = 1000.0
+"""One-dimensional discrete Gaussians up to this σ keep their exact enumerated pair in the
+PLD method (about 12σ atoms); wider ones are priced as continuous Gaussians."""
+
+
 class PLDAccountant(Accountant[PLDSummary]):
     """Numerical PLD accountant: connect-the-dots upper bound, dominated (merged) lower bound.
 
@@ -763,7 +769,14 @@ class PLDAccountant(Accountant[PLDSummary]):
         """The PLD summary of ``event`` (checks every release is supported).
 
         ``grid``: as for the constructor (None: the default step, coarsened where allowed).
+        Discrete Gaussians are accounted at the continuous price plus a certified slack
+        (:mod:`~dpledger.accountant.discrete_gaussian`, an (0, s)-DP release composed in),
+        except one-dimensional ones with σ ≤ :data:`EXACT_DISCRETE_SIGMA`, whose exact pair
+        is enumerated.
         """
+        event, slack = as_continuous(event, exact_one_dimensional=EXACT_DISCRETE_SIGMA)
+        if slack > 0:
+            event = event + ev.ApproxDP(0.0, slack)
         atoms = ev.flatten(event)
         for atom in atoms:
             _pairs(atom)
@@ -914,6 +927,13 @@ def epsilon_bounds(
         upper = min(upper, high)
         if low is not None:
             lower = low if lower is None else max(lower, low)
+    if as_continuous(event, exact_one_dimensional=EXACT_DISCRETE_SIGMA)[1] > 0:
+        # discrete Gaussians priced as continuous ones: the substitute is not attained by
+        # the release, so the lower end comes from the release's own attained pairs
+        try:
+            lower = epsilon_lower_bound(event, delta)
+        except NotApplicableError:
+            lower = None
     if lower is not None and lower > upper:
         return (None, upper)  # inconsistent: a numerical failure, never clamped
     return (lower, upper)
