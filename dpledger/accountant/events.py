@@ -239,6 +239,9 @@ class DiscreteGaussian(Event):
     For an integer shift v, D_α(N_Z(0, σ²) ‖ N_Z(v, σ²)) ≤ αv²/(2σ²) (Canonne, Kamath &
     Steinke 2020, §2); Rényi divergences of independent coordinates add, so the release
     is (Δ²/(2σ²))-zCDP with Δ = the L2 sensitivity, exactly as the continuous Gaussian.
+    With a known ``dimension``, GDP and PLD account it at the continuous Gaussian's exact
+    price at σ₀ = σ√(1 − τ²/σ²) plus a slack ≤ 2⁻¹⁰⁰
+    (:mod:`~dpledger.accountant.discrete_gaussian`).
     """
 
     sigma: float

@@ -26,7 +26,9 @@ Pure ε-DP releases (Laplace, randomized response) are also μ-GDP, with
 through (0, 1), (α*, α*) and (1, 0) with α* = 1/(1 + e^ε), and the convex symmetric
 G_μ lies below it iff G_μ(α*) ≤ α*. This is valid but loose for Laplace compositions.
 Subsampled events are not supported: the GDP central limit theorem for them is an
-approximation, not a bound.
+approximation, not a bound. A discrete Gaussian of known dimension is accounted at the
+continuous price, σ₀ = σ√(1 − τ²/σ²), with its certified slack s ≤ 2⁻¹⁰⁰ kept beside μ²
+(:class:`GDPSummary`; :mod:`.discrete_gaussian`).
 """
 
 from __future__ import annotations

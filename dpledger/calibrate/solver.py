@@ -404,9 +404,11 @@ def discrete_gaussian_sigma(
     ``calibrate.mechanism(lambda s: DiscreteGaussian(s, sensitivity, dimension=d), ...)``
     give the same σ and a ledger charges exactly what was calibrated. With
     ``dimension=1`` the tightest method is the exact one-dimensional privacy loss
-    distribution of the discrete Gaussian (PLD, upper bound); for vectors
-    (``dimension > 1``, or ``None`` for any) it is the (Δ²/(2σ²))-zCDP bound of Canonne,
-    Kamath & Steinke 2020 (Thm 14/15) converted by the tight Rényi conversion.
+    distribution of the discrete Gaussian (PLD, upper bound); for vectors it is the
+    continuous Gaussian's curve at σ₀ = σ√(1 − τ²/σ²) plus a slack ≤ 2⁻¹⁰⁰
+    (:mod:`dpledger.accountant.discrete_gaussian`), and for ``dimension=None`` (any) the
+    (Δ²/(2σ²))-zCDP bound of Canonne, Kamath & Steinke 2020 (Thm 14/15) converted by the
+    tight Rényi conversion.
 
     Args:
         epsilon: Target ε > 0.

@@ -328,7 +328,8 @@ class Gaussian(_GridMechanism):
 
     Its privacy is exactly that of (Δ/σ)-GDP (Balle & Wang 2018, Thm 8) in the textbook
     form; the safe default is the discrete Gaussian on a grid (Canonne, Kamath & Steinke
-    2020), (Δ_grid²/(2σ_grid²))-zCDP — see the module docstring.
+    2020), accounted at the continuous Gaussian's exact price plus a slack ≤ 2⁻¹⁰⁰
+    (:mod:`dpledger.accountant.discrete_gaussian`) — see the module docstring.
 
     Args:
         sigma: Noise standard deviation σ (absolute).
