@@ -33,6 +33,7 @@ continuous price, σ₀ = σ√(1 − τ²/σ²), with its certified slack s ≤
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -229,6 +230,21 @@ def gaussian_epsilon(delta: float, sigma: float, sensitivity: float = 1.0) -> fl
     return gdp_epsilon(delta, sensitivity / sigma)
 
 
+@functools.lru_cache(maxsize=4096)
+def _small_pure_dp_to_gdp(epsilon: float) -> float:
+    """μ(ε) for 0 < ε < 1, in 60-digit arithmetic (1.6 ms: memoised, a pure function).
+
+    Near ε = 0 the float path cancels (Φ⁻¹ of 1/2 + tiny): 2Φ⁻¹(1/2 + tanh(ε/2)/2) is
+    evaluated in mpmath and rounded up by two ulps, far more than its error (never 0).
+    """
+    import mpmath  # imported on first use, not with dpledger (issue #32)
+
+    with mpmath.workdps(60):
+        t = mpmath.tanh(mpmath.mpf(epsilon) / 2) / 2
+        value = 2 * mpmath.sqrt(2) * mpmath.erfinv(2 * t)
+    return math.nextafter(math.nextafter(float(value), math.inf), math.inf)
+
+
 def pure_dp_to_gdp(epsilon: float) -> float:
     """Smallest μ such that every ε-DP mechanism is μ-GDP: μ = 2 Φ⁻¹(e^ε/(1+e^ε)).
 
@@ -241,15 +257,7 @@ def pure_dp_to_gdp(epsilon: float) -> float:
     if math.isinf(epsilon):
         return math.inf
     if epsilon < 1.0:
-        # near ε = 0 the float path cancels (Φ⁻¹ of 1/2 + tiny): evaluate
-        # 2Φ⁻¹(1/2 + tanh(ε/2)/2) in 60-digit arithmetic and round up by two ulps, far
-        # more than its error (never 0 for ε > 0)
-        import mpmath  # imported on first use, not with dpledger (issue #32)
-
-        with mpmath.workdps(60):
-            t = mpmath.tanh(mpmath.mpf(epsilon) / 2) / 2
-            value = 2 * mpmath.sqrt(2) * mpmath.erfinv(2 * t)
-        return math.nextafter(math.nextafter(float(value), math.inf), math.inf)
+        return _small_pure_dp_to_gdp(epsilon)
     # Φ⁻¹(e^ε/(1+e^ε)) = −Φ⁻¹(1/(1+e^ε)) = −ndtri_exp(−log(1+e^ε)).
     return round_up(
         -2.0 * float(special.ndtri_exp(-float(special.log1p(math.exp(-epsilon))) - epsilon))

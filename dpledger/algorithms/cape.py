@@ -56,7 +56,7 @@ from dpledger._numerics import round_up
 from dpledger._public import namespace
 from dpledger._validation import check_int_at_least
 from dpledger.accountant import events as ev
-from dpledger.algorithms._linear_base import data_units, solve_ridge
+from dpledger.algorithms._linear_base import data_units
 from dpledger.algorithms._params import (
     Boolean,
     Bound,
@@ -77,7 +77,12 @@ from dpledger.algorithms.base import (
     symmetric_from_upper,
     upper,
 )
-from dpledger.algorithms.functional import FMLinearRegression, FMLogisticRegression
+from dpledger.algorithms.functional import (
+    FMLinearRegression,
+    FMLogisticRegression,
+    noise_spectral_scale,
+    noisy_minimiser,
+)
 from dpledger.errors import InvalidArgumentError
 from dpledger.ledger import Ledger
 from dpledger.mechanisms.base import FloatingPointWarning
@@ -143,6 +148,9 @@ class CapeFM:
         aggregate_epsilon_: The ε at ``delta`` against one who sees only the aggregate.
         aggregate_noise_variance_: The variance of the aggregate's noise on C₁.
         paper_delta_: The CAPE theorem's δ where it holds (μ_z < ε < 1), else None.
+        eigenvalue_floor_: λ, the least eigenvalue the aggregated C₂ was given before the
+            solve: the spectral scale of the aggregate's noise (as pooled Gaussian FM,
+            :func:`~.functional.noisy_minimiser`; post-processing).
     """
 
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
@@ -274,7 +282,12 @@ class CapeFM:
             self.site_releases_.append(released)
             sums[order] = np.sum(released, axis=0)
         c1, c2 = sums[0], symmetric_from_upper(sums[1], d)
-        theta = solve_ridge(c2, -0.5 * c1, 0.0)
+        # the aggregate's noise on C₂'s upper triangle (Frobenius form): sd τ₂ (CAPE) or
+        # √S·τ₂ (conventional), so τ₂/√2 (·√S) off the diagonal; C₂'s eigenvalues are
+        # floored at that noise's spectral scale, as pooled Gaussian FM's (public values)
+        spread = tau2 * (1.0 if scheme == "cape" else math.sqrt(count)) / math.sqrt(2.0)
+        self.eigenvalue_floor_ = noise_spectral_scale(spread, d)
+        theta = noisy_minimiser(c1, c2, self.eigenvalue_floor_)
         # the linear loss is fitted in units of y_bound
         scale = 1.0 if params.loss == "logistic" else params.y_bound
         features = arrays[0][2]

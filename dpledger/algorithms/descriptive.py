@@ -254,9 +254,9 @@ class _Plan:
         (:mod:`dpledger.accountant.discrete_gaussian`), and nothing on a fine grid.
         """
         l1, l2 = _count_sensitivity(self.ledger.adjacency)
-        counts = _per_group(np.ones((rows, 1)), group, n_groups, [(1.0, 1.0)])
-        exact = counts.floor_steps(1.0).reshape(-1)  # exact integers
-        self.add(exact, integer, l1, l2, "count")
+        counts = _per_group(np.ones((rows, 1)), group, n_groups, [(1.0, 1.0)]).reshape(-1)
+        # exact either way: integers for integer noise, the exact value for the grid
+        self.add(counts.floor_steps(1.0) if integer else counts, integer, l1, l2, "count")
 
     def add_sums(
         self,

@@ -17,8 +17,28 @@ logistic       log 2 (public)  (½ − y)x           xxᵀ/8
 
 The coefficients are released with noise (sums over rows, so nothing needs the private
 count under add/remove; the paper's 1/N normalisation cancels from the minimiser), C₂ is
-symmetrised and its eigenvalues projected onto [0, ∞) (post-processing), and
-w = argmin C₁ᵀw + wᵀC₂w = −½·C₂⁺C₁ (:func:`~._linear_base.solve_ridge`).
+symmetrised and its eigenvalues raised to at least a floor λ (post-processing), and
+w = argmin C₁ᵀw + wᵀC₂w = −½·C₂⁻¹C₁ (:func:`noisy_minimiser`).
+
+The floor (``eigenvalue_floor``). The papers project C̃₂'s eigenvalues onto [0, ∞) and
+invert what is left (λ = 0, ``"zero"``). That is unstable: C̃₂ = C₂ + E with E symmetric
+noise of spectral norm ‖E‖ ≈ 2s√m (s the sd of an off-diagonal entry, m the dimension;
+:func:`noise_spectral_scale`), and by Weyl's inequality an eigenvalue of C̃₂ below ‖E‖ is
+not distinguishable from noise. Where C₂ has little curvature (one-hot blocks that sum to
+a constant, rare levels; Adult has 9 zero eigenvalues of 108 and most others below the
+noise at ε ≤ 1), some of C̃₂'s eigenvalues land just above 0, and −½C₁ᵀv/λᵥ multiplies
+C̃₁'s noise without bound: on Adult the papers' solve falls below the majority class at
+ε = 0.5–2 with an IQR of 5–10 points over seeds (benchmarks/functional_mechanism.py,
+``--adult-floor``). The default for the calibrated variants (``"noise"``) is the
+Frobenius projection of C̃₂ onto {M ⪰ λI} with λ = 2s√m, the typical ‖E‖ (eigenvalues
+max(λᵢ, λ)): directions whose curvature stands above the noise are left as released, the
+others get curvature λ, so no direction amplifies C̃₁'s noise by more than 1/(2λ). λ is a
+function of the calibrated noise and the dimension only — (ε, δ, D, the bounds, the
+adjacency) — never of the data, and it acts on the released values only: post-processing,
+nothing more is charged. (Rejected: a ridge C̃₂ + λI, which biases every direction,
+well-determined ones included — worse on the synthetic linear set at ε = 0.1; a ridge on
+top of the projection, the same bias; half the noise scale, which leaves eigenvalues near
+0 where ‖E‖ exceeds it.) The published variants keep the papers' λ = 0 (``"auto"``).
 
 Methods (the noise), each ``variant="published"`` (the paper's constants, charged at the
 true cost of what is released) or ``"calibrated"`` (solved to meet (ε, δ) exactly):
@@ -77,7 +97,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from dpledger._public import namespace
-from dpledger._validation import check_choice, check_positive
+from dpledger._validation import check_choice, check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
 from dpledger.algorithms._linear_base import (
@@ -99,14 +119,53 @@ from dpledger.mechanisms import Gaussian, Laplace
 from dpledger.mechanisms.exact_value import ExactValue, concatenate
 
 __all__ = [
+    "EIGENVALUE_FLOORS",
     "FM_METHODS",
     "FMLinearRegression",
     "FMLogisticRegression",
     "gaussian_fm_split",
+    "noise_spectral_scale",
+    "noisy_minimiser",
     "pair_supremum",
 ]
 
 FM_METHODS = ("gaussian", "relaxed", "original")
+#: how the noisy C₂ is made positive definite (module docstring, "The floor")
+EIGENVALUE_FLOORS = ("auto", "noise", "zero")
+
+
+def noise_spectral_scale(entry_sd: float, dimension: int) -> float:
+    """2s√m: the spectral norm a symmetric m × m noise matrix typically has.
+
+    For a symmetric matrix with independent centred entries whose off-diagonal ones have
+    standard deviation s (the diagonal's does not matter to first order), the eigenvalues
+    fill Wigner's semicircle on [−2s√m, 2s√m] and the largest |eigenvalue| concentrates at
+    its edge: E‖E‖ ≤ 2s√m(1 + o(1)) for Gaussian entries (Bandeira & van Handel 2016,
+    Ann. Probab. 44(4), Thm 1.1). On Adult (m = 108) the measured ‖E‖ is 1.02× this.
+    Both arguments are public (the calibrated noise and the number of features).
+    """
+    entry_sd = check_positive("entry_sd", entry_sd)
+    dimension = check_int_at_least("dimension", dimension, 1)
+    return 2.0 * math.sqrt(dimension) * entry_sd
+
+
+def noisy_minimiser(c1: np.ndarray, c2: np.ndarray, floor: float) -> np.ndarray:
+    """The minimiser of C̃₁ᵀw + wᵀPC̃₂w, P the Frobenius projection onto {M ⪰ floor·I}.
+
+    Post-processing of the released (C̃₁, C̃₂) only. C̃₂ is symmetrised and its eigenvalues
+    λᵢ replaced by max(λᵢ, floor) — the nearest matrix (Frobenius) whose eigenvalues are all
+    at least ``floor``; then w = −½(PC̃₂)⁻¹C̃₁. With ``floor`` = 0 this is the papers'
+    projection onto the PSD cone with a pseudo-inverse over the directions left
+    (:func:`~._linear_base.solve_ridge`). The module docstring says why the default floor
+    is the noise's spectral scale (:func:`noise_spectral_scale`).
+    """
+    if not (math.isfinite(floor) and floor >= 0.0):
+        raise InvalidArgumentError(f"`floor` must be finite and ≥ 0. Found {floor!r}.")
+    if floor == 0.0:
+        return solve_ridge(c2, -0.5 * np.asarray(c1, dtype=float), 0.0)
+    values, vectors = np.linalg.eigh((c2 + c2.T) / 2.0)
+    projected = vectors.T @ (-0.5 * np.asarray(c1, dtype=float))
+    return np.asarray(vectors @ (projected / np.maximum(values, floor)))
 
 
 def _monomials(c0: Any, c1: Any, c2: Any) -> Any:
@@ -243,6 +302,7 @@ class _FunctionalMechanism(SufficientStatisticsModel):
         **SufficientStatisticsModel._parameter_constraints,
         "method": Options(FM_METHODS),
         "budget_split": OrNone(Shares(2, of="(C1, C2)")),
+        "eigenvalue_floor": Options(EIGENVALUE_FLOORS),
     }
 
     def _check_parameters(self, params: Parameters) -> None:
@@ -354,13 +414,27 @@ class _FunctionalMechanism(SufficientStatisticsModel):
     @fit_context
     def fit(self: _Self, X: Any, y: Any) -> _Self:
         """Release the loss's coefficients with noise and minimise the noisy loss."""
-        n1, n2 = self._noisy_coefficients(X, y)
-        # argmin C₁ᵀw + wᵀC₂w over the projected C₂ (post-processing)
-        self._set_coefficients(solve_ridge(n2, -0.5 * n1, 0.0), self.n_features_in_)
+        n1, n2, entry_sd = self._noisy_coefficients(X, y)
+        # argmin C₁ᵀw + wᵀC₂w over C₂ projected onto {M ⪰ λI} (post-processing)
+        self.eigenvalue_floor_ = self._floor(entry_sd, n2.shape[0])
+        theta = noisy_minimiser(n1, n2, self.eigenvalue_floor_)
+        self._set_coefficients(theta, self.n_features_in_)
         return self
 
-    def _noisy_coefficients(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(C̃₁, C̃₂): the coefficients released by ``method`` and ``variant`` (sets ``method_``)."""
+    def _floor(self, entry_sd: float, dimension: int) -> float:
+        """λ for ``eigenvalue_floor``: public (the calibrated noise, the dimension) only."""
+        params = self._params
+        choice = params.eigenvalue_floor
+        if choice == "auto":  # the papers' projection for their own constants
+            choice = "zero" if params.variant == "published" else "noise"
+        return 0.0 if choice == "zero" else noise_spectral_scale(entry_sd, dimension)
+
+    def _noisy_coefficients(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray, float]:
+        """(C̃₁, C̃₂, s): the coefficients released by ``method`` and ``variant``.
+
+        Sets ``method_``. s is the noise sd on one off-diagonal entry of C̃₂ (public: the
+        noise scale as calibrated or published; the scale, for the discrete Gaussian).
+        """
         params = self._params
         epsilon, delta, adjacency = params.epsilon, params.delta, params.adjacency
         method, variant, ledger = params.method, params.variant, params.ledger
@@ -391,6 +465,10 @@ class _FunctionalMechanism(SufficientStatisticsModel):
                 reservation = self._reserve(one, ledger, initial=true[key] / epsilon)
             (noisy,) = self._release(reservation, [("coefficients", vector)])
             n1, n2 = _from_monomials(np.asarray(noisy, dtype=float), d, with_c0)
+            # noise b (Laplace scale) or σ on the monomial 2·C₂ⱼₖ: C₂ⱼₖ gets half of it
+            (released,) = reservation.mechanisms
+            noise = float(released.scale if method == "original" else released.sigma)
+            entry_sd = noise * (math.sqrt(2.0) if method == "original" else 1.0) / 2.0
         else:
             entries = d * (d + 1) // 2
             if variant == "published":
@@ -416,6 +494,7 @@ class _FunctionalMechanism(SufficientStatisticsModel):
                 n2 = np.zeros((d, d))
                 n2[rows, cols] = upper_noisy
                 n2[cols, rows] = upper_noisy
+                entry_sd = float(schedule[-1].sigma)  # iid on each entry, mirrored
             else:
                 a1, a2, sensitivity = self._noise_shape(d, adjacency, true)
                 whitened = concatenate([c1 / a1, upper(c2) / a2])
@@ -431,8 +510,9 @@ class _FunctionalMechanism(SufficientStatisticsModel):
                 self.noise_scales_ = (mechanism.sigma * a1, mechanism.sigma * a2)
                 n1 = a1 * values[:d]
                 n2 = symmetric_from_upper(a2 * values[d:], d)
+                entry_sd = self.noise_scales_[1] / math.sqrt(2.0)  # σ₂ on √2·C₂ⱼₖ
         self.method_ = method
-        return n1, n2
+        return n1, n2, entry_sd
 
 
 class FMLinearRegression(LinearRegressorMixin, _FunctionalMechanism):
@@ -479,6 +559,7 @@ class FMLinearRegression(LinearRegressorMixin, _FunctionalMechanism):
         fit_intercept: bool = True,
         row_norm: str = "clip",
         budget_split: Any = None,
+        eigenvalue_floor: str = "auto",
         variant: str = "calibrated",
         ledger: Any = None,
         safe_noise: bool = True,
@@ -524,6 +605,7 @@ class FMLogisticRegression(BinaryClassifierMixin, _FunctionalMechanism):
         fit_intercept: bool = True,
         row_norm: str = "clip",
         budget_split: Any = None,
+        eigenvalue_floor: str = "auto",
         variant: str = "calibrated",
         ledger: Any = None,
         safe_noise: bool = True,
@@ -536,12 +618,19 @@ _BUDGET_ARGS = """epsilon: The ε this fit must meet (the nominal ε for ``varia
         delta: The δ this fit must meet (0 allowed for ``method="original"``)."""
 
 _NOISE_ARGS = """budget_split: Shares of μ² for (C₁, C₂) in calibrated Gaussian FM.
+        eigenvalue_floor: How the noisy C₂ is made positive definite before the solve
+            (post-processing): "noise" raises its eigenvalues to the noise's spectral scale
+            2s√m (s the noise sd of an off-diagonal entry, m the dimension; public), "zero"
+            projects them onto [0, ∞) as the papers do, "auto" (default) is "noise" for the
+            calibrated variant and "zero" for the published one.
         {variant}
         {ledger_safe_noise_rng}"""
 
 _FITTED = """method_: The method used ("gaussian", "relaxed" or "original").
         noise_scales_: (σ₁, σ₂), the noise on C₁ and on C₂'s upper triangle. Only for the
             calibrated Gaussian FM (one whitened release).
+        eigenvalue_floor_: λ, the least eigenvalue the noisy C₂ was given before the solve
+            (0.0 for the papers' projection).
         {n_features_in_}
         {ledger_}
         releases_: The events charged, in order."""

@@ -9,6 +9,12 @@ the run is planned and composed with the tightest method: exactly by Gaussian DP
 (Dong, Roth & Su 2019) without sampling, by PLD (Koskela et al. 2020) with it — σ is
 calibrated for the whole run, and each step is charged before its noise is drawn.
 
+Each step's sum is exact: the per-example gradient of these losses is rᵢ·xᵢ (rᵢ the
+residual), so clipping it is weighting the row, and the rows are put on their grid once
+for the whole run; a step grids only the n clipped weights, each kept so that its term's
+*exact* norm is ≤ C (:class:`._data.ClippedRowSums` has the proof), and sums them in
+integers — one pass over the rows, as fast as a floating-point loop.
+
 The update is w ← w − η·(noisy sum)/n_public: ``data_size`` is a *public* row count
 (under replace-one, the size of the data, which neighbours share; under add/remove it
 must be declared — the true count would leak). Losses: squared error ½(xᵀw − y)² and
@@ -47,10 +53,9 @@ from dpledger.algorithms._params import (
     Positive,
     Probability,
 )
-from dpledger.algorithms._rows import clip_rows
 from dpledger.algorithms.base import Reservation, fill_docstring, fit_context, store_parameters
 from dpledger.errors import InvalidArgumentError
-from dpledger.mechanisms import ExactValue, Gaussian
+from dpledger.mechanisms import Gaussian
 
 __all__ = ["MAX_STEPS", "NoisyGD", "NoisyGDClassifier"]
 
@@ -82,27 +87,6 @@ class _Sampled:
 
 _MAX_WEIGHT = 1e150
 """The public ball the iterate is projected onto after each step (never binds in practice)."""
-
-
-def _exact_sum(rows: np.ndarray, clip: float) -> ExactValue:
-    """Σ of the clipped gradients, exactly (on the grid of :mod:`._data`, each ‖·‖ ≤ clip).
-
-    A float sum's error depends on the order and on every other row, and can exceed the
-    sensitivity C at scale (Casacuberta et al. 2022); the exact sum's cannot. It stays
-    exact up to the mechanism, which floors it to its grid exactly.
-    """
-    if rows.shape[0] == 0:
-        return ExactValue.from_integers(np.zeros(rows.shape[1], dtype=np.int64))
-    spec = _data.Moments(_ones, row_norm=clip, b=(1.0, 1.0), gram=False)
-    return _data.sufficient_statistics(rows, None, _unchanged, spec).exact.vector
-
-
-def _ones(rows: np.ndarray, _: Any) -> tuple[None, np.ndarray, None]:
-    return None, np.ones(rows.shape[0]), None
-
-
-def _unchanged(rows: np.ndarray, _: Any) -> tuple[np.ndarray, None]:
-    return rows, None
 
 
 _Self = TypeVar("_Self", bound="_NoisyGD")
@@ -153,10 +137,11 @@ class _NoisyGD(SufficientStatisticsModel):
         rate: float | None = self._params.sampling_rate
         return None if rate == 1.0 else rate  # rate 1: full batches, under either adjacency
 
-    def _gradients(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    def _residuals(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """rᵢ: the gradient of row i's loss is rᵢ·xᵢ (σ(xᵢᵀw) − yᵢ, or xᵢᵀw − yᵢ)."""
         eta = X @ w
         residual = (special.expit(eta) - y) if self.loss == "logistic" else (eta - y)
-        return np.asarray(X * residual[:, None], dtype=float)
+        return np.asarray(residual, dtype=float)
 
     def _steps_plan(self, d: int, ledger: Any) -> Reservation:
         params = self._params
@@ -225,14 +210,21 @@ class _NoisyGD(SufficientStatisticsModel):
         rate = self._rate()
         d = Xs.shape[1]
         w = np.zeros(d)
+        # the rows on their grid once; each step only the residuals change (the clipped
+        # gradient of row i is bᵢ·xᵢ, summed exactly: see _data.ClippedRowSums)
+        sums = _data.ClippedRowSums(Xs, clip)
         for t in range(len(mechanisms)):
-            rows = slice(None) if rate is None else generator.random(Xs.shape[0]) < rate
+            rows = None
+            if rate is not None:
+                rows = np.flatnonzero(generator.random(Xs.shape[0]) < rate)
             with np.errstate(over="ignore", invalid="ignore"):
-                grads = self._gradients(Xs[rows], labels[rows], w)
-            # a row whose gradient overflows contributes nothing (record-local); the others
-            # are clipped with exact norms (no under- or overflow, re-checked after scaling)
-            grads[~np.isfinite(grads).all(axis=1)] = 0.0
-            total = _exact_sum(clip_rows(grads, clip, "l2"), clip)
+                if rows is None:
+                    residuals = self._residuals(Xs, labels, w)
+                else:
+                    residuals = self._residuals(Xs[rows], labels[rows], w)
+            # a row whose residual is not finite contributes nothing (record-local); the
+            # others are clipped to ‖bᵢxᵢ‖ ≤ clip exactly on the grid
+            total = sums.sum(residuals, rows)
             label = f"{type(self).__name__}: step {t + 1}"
             noisy: np.ndarray = np.asarray(reservation.release(total, label=label))
             expected = size * (1.0 if rate is None else rate)

@@ -334,7 +334,8 @@ class FMPolynomialRegression(LinearRegressorMixin, _FunctionalMechanism):
     The coefficient arrays and their sensitivities come from ``loss`` (a
     :class:`PolynomialLoss`); C₁ and C₂ are released with one noise scale, calibrated
     jointly to (ε, δ) (the split of :mod:`.functional`), and the noisy quadratic is
-    minimised. ``predict`` returns the margin xᵀw + b.
+    minimised with C₂'s eigenvalues floored at the noise's spectral scale
+    (:func:`~.functional.noisy_minimiser`). ``predict`` returns the margin xᵀw + b.
 
     Args:
         loss: The loss, e.g. ``huber_loss()`` or ``poisson_loss(y_bound=10)``.
@@ -345,6 +346,9 @@ class FMPolynomialRegression(LinearRegressorMixin, _FunctionalMechanism):
         {fit_intercept}
         row_norm: "clip" (default) or "unit".
         budget_split: Shares of μ² for (C₁, C₂).
+        eigenvalue_floor: "auto" or "noise" (default: C₂'s eigenvalues raised to the noise's
+            spectral scale before the solve) or "zero" (projected onto [0, ∞), the papers'
+            step); see :mod:`.functional`.
         {ledger_safe_noise_rng}
 
     Example:
@@ -363,6 +367,7 @@ class FMPolynomialRegression(LinearRegressorMixin, _FunctionalMechanism):
         intercept_: The margin at x = 0 (0.0 without ``fit_intercept``).
         method_: "gaussian" (Gaussian FM, the only method here).
         noise_scales_: (σ₁, σ₂), the noise on C₁ and on C₂'s upper triangle.
+        eigenvalue_floor_: λ, the least eigenvalue the noisy C₂ was given before the solve.
         {n_features_in_}
         {ledger_}
         releases_: The events charged, in order.
@@ -391,6 +396,7 @@ class FMPolynomialRegression(LinearRegressorMixin, _FunctionalMechanism):
         fit_intercept: bool = True,
         row_norm: str = "clip",
         budget_split: Any = None,
+        eigenvalue_floor: str = "auto",
         ledger: Any = None,
         safe_noise: bool = True,
         rng: Any = None,

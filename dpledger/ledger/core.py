@@ -108,7 +108,7 @@ class Ledger:
         >>> ledger = Ledger(epsilon=1.0, delta=1e-6)
         >>> receipt = ledger.spend(ev.Gaussian(sigma=20.0), label="mean age")
         >>> ledger.fits(ev.Gaussian(sigma=20.0))
-        18
+        21
     """
 
     def __init__(

@@ -429,3 +429,111 @@ def test_too_many_features_for_sufficient_statistics_are_refused_before_any_work
         FMLinearRegression(epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0,
                            adjacency="replace_one", ledger=ledger).fit(X, np.zeros(2))  # fmt: skip
     assert ledger.receipts == ()
+
+
+# -- the eigenvalue floor of the noisy C₂ (issue #33, item 6) ------------------------------
+
+
+def test_the_noise_spectral_scale_is_the_measured_norm_of_symmetric_gaussian_noise():
+    # independent reference: ‖E‖₂ of simulated symmetric noise, off-diagonal sd s (as
+    # symmetric_from_upper builds it from N(0, σ²) on the Frobenius-scaled upper triangle)
+    from dpledger.algorithms.base import symmetric_from_upper
+    from dpledger.algorithms.functional import noise_spectral_scale
+
+    rng = np.random.default_rng(5)
+    for m, sigma in ((20, 0.3), (108, 2.0)):
+        norms = [
+            np.abs(
+                np.linalg.eigvalsh(
+                    symmetric_from_upper(sigma * rng.normal(size=m * (m + 1) // 2), m)
+                )
+            ).max()
+            for _ in range(10)
+        ]
+        scale = noise_spectral_scale(sigma / math.sqrt(2.0), m)
+        assert 0.9 * scale <= np.median(norms) <= 1.15 * scale, (m, np.median(norms), scale)
+
+
+def test_the_floor_is_the_frobenius_projection_and_bounds_the_amplification():
+    from dpledger.algorithms._linear_base import solve_ridge
+    from dpledger.algorithms.functional import noisy_minimiser
+
+    rng = np.random.default_rng(6)
+    vectors = np.linalg.qr(rng.normal(size=(6, 6)))[0]
+    values = np.array([-3.0, -1e-9, 1e-6, 0.5, 4.0, 40.0])  # indefinite, two near 0
+    c2 = vectors @ np.diag(values) @ vectors.T
+    c1 = rng.normal(size=6)
+    floor = 2.0
+    w = noisy_minimiser(c1, c2, floor)
+    # by hand: eigenvalues max(λ, floor), i.e. (2, 2, 2, 2, 4, 40)
+    expected = -0.5 * vectors @ np.diag(1 / np.maximum(values, floor)) @ vectors.T @ c1
+    assert np.allclose(w, expected)
+    assert np.linalg.norm(w) <= np.linalg.norm(c1) / (2 * floor) * (1 + 1e-12)
+    # directions above the floor are left as released: the minimiser there is unchanged
+    top = vectors[:, -2:]
+    assert np.allclose(top.T @ w, -0.5 * (top.T @ c1) / values[-2:])
+    # floor 0 is the papers' PSD projection with a pseudo-inverse: the 1e-6 direction
+    # multiplies C₁ by 5e5 (what the floor prevents)
+    assert np.allclose(noisy_minimiser(c1, c2, 0.0), solve_ridge(c2, -0.5 * c1, 0.0))
+    assert np.linalg.norm(noisy_minimiser(c1, c2, 0.0)) > 1e4 * np.linalg.norm(w)
+    with pytest.raises(dpl.InvalidArgumentError, match="`floor`"):
+        noisy_minimiser(c1, c2, -1.0)
+
+
+def _one_hot(seed, n=3000):
+    """Public synthetic rows like Adult's: 6 one-hot blocks of 8 levels (5 of them rare)
+    and 2 numeric columns, ‖x‖ ≤ 1, about 22 % positives; every block sums to a constant,
+    so C₂ is singular, and the rare levels leave it little curvature."""
+    rng = np.random.default_rng([33, 6, seed])
+    p = np.array([0.55, 0.3, 0.14] + [0.002] * 5)
+    blocks = [np.eye(8)[rng.choice(8, size=n, p=p / p.sum())] for _ in range(6)]
+    X = np.hstack([*blocks, rng.random((n, 2))]) / math.sqrt(8.0)
+    beta = np.random.default_rng([33, 6]).normal(size=X.shape[1]) * 4
+    y = (rng.random(n) < 1 / (1 + np.exp(-(X @ beta - 1.0)))).astype(int)
+    return X, y
+
+
+def test_the_floor_depends_on_public_values_only_and_follows_the_variant():
+    X, y = _one_hot(0)
+    kw = dict(epsilon=1.0, delta=1e-5, x_bound=1, adjacency="replace_one", fit_intercept=False)
+    first = FMLogisticRegression(**kw, rng=0).fit(X, y)
+    other = FMLogisticRegression(**kw, rng=1).fit(*_one_hot(1, n=500))  # other rows, other n
+    assert first.eigenvalue_floor_ == other.eigenvalue_floor_ > 0
+    m = X.shape[1]
+    assert first.eigenvalue_floor_ == pytest.approx(first.noise_scales_[1] * math.sqrt(2 * m))
+    zero = FMLogisticRegression(**kw, eigenvalue_floor="zero", rng=2).fit(X, y)
+    assert zero.eigenvalue_floor_ == 0.0
+    assert zero.releases_ == first.releases_  # the same release: the floor is post-processing
+    ledger = dpl.Ledger(1e6, 0.5, accountant="gdp", adjacency="replace_one")
+    published = FMLogisticRegression(
+        **kw, variant="published", ledger=ledger, safe_noise=False, rng=3
+    ).fit(X, y)
+    assert published.eigenvalue_floor_ == 0.0  # the papers' step
+    with pytest.raises(dpl.InvalidArgumentError, match="`eigenvalue_floor`"):
+        FMLogisticRegression(**kw, eigenvalue_floor="ridge").fit(X, y)
+
+
+def test_fm_logistic_with_the_floor_never_falls_below_the_majority_class():
+    """The Adult failure (issue #33) in small: with one-hot blocks the papers' projection
+    (floor 0) scatters the accuracy over seeds and falls below the majority class; the
+    noise floor keeps every seed above it, and the median does not fall as ε grows."""
+    X, y = _one_hot(0)
+    X_test, y_test = _one_hot(1)
+    majority = max(np.mean(y_test), 1 - np.mean(y_test))
+    kw = dict(delta=1e-5, x_bound=1, adjacency="replace_one", fit_intercept=False)
+
+    def accuracies(floor, epsilon):
+        return [
+            FMLogisticRegression(epsilon=epsilon, eigenvalue_floor=floor, rng=3300 + s, **kw)
+            .fit(X, y)
+            .score(X_test, y_test)
+            for s in range(4)
+        ]
+
+    medians = []
+    for epsilon in (0.5, 2.0):
+        accuracy = accuracies("noise", epsilon)
+        assert min(accuracy) > majority, (epsilon, accuracy, majority)
+        medians.append(np.median(accuracy))
+    assert medians[1] >= medians[0] - 0.005, medians
+    assert min(accuracies("zero", 0.5)) < majority  # the test can fail: the old solve does

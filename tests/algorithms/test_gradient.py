@@ -160,3 +160,48 @@ def test_a_sampling_rate_of_one_is_full_batches_under_either_adjacency():
     one = NoisyGD(**kw, sampling_rate=1.0, rng=3).fit(X, y)
     np.testing.assert_array_equal(full.coef_, one.coef_)
     assert full.sigma_ == one.sigma_
+
+
+@pytest.mark.parametrize("clip", [0.1, 1.0, 3.0 * 2.0**-900])
+def test_every_clipped_gradient_summed_has_exact_norm_at_most_clip(clip):
+    # the step's sum Σ bᵢx̂ᵢ (_data.ClippedRowSums): each term's EXACT norm, in rational
+    # arithmetic, is ≤ clip whatever the row scale (zero, subnormal, huge) and residual
+    from fractions import Fraction
+
+    from dpledger.algorithms._data import ClippedRowSums
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 5)) * rng.choice([1e-310, 1e-5, 1.0, 1e5], size=(400, 1))
+    X[0] = 0.0
+    X[1] = np.array([1.0, 1.0, 1.0, 1.0, 1.0]) / math.sqrt(5)  # on the unit sphere
+    r = rng.normal(size=400) * rng.choice([1e-3, 1.0, 1e8], size=400)
+    r[2], r[3] = np.nan, np.inf
+    sums = ClippedRowSums(X, clip)
+    B = sums.weights(r)
+    M = sums._grid.reshape(-1, 5)[:400]
+    limit = Fraction(clip) ** 2
+    for i in range(400):
+        norm2 = Fraction(int(B[i])) ** 2 * sum(Fraction(int(m)) ** 2 for m in M[i])
+        assert norm2 * sums.unit**2 <= limit, i
+    assert B[0] == B[2] == B[3] == 0.0  # no row, a NaN and an infinite residual: nothing
+    # the sum is the exact sum of those terms, and close to the float clipped sum
+    exact = (
+        sum(
+            (
+                Fraction(int(b)) * np.array([Fraction(int(m)) for m in row])
+                for b, row in zip(B, M, strict=True)
+            ),
+            np.zeros(5, dtype=object),
+        )
+        * sums.unit
+    )
+    assert list(sums.sum(r).fractions()) == list(exact)
+    G = X * np.where(np.isfinite(r), r, 0.0)[:, None]
+    with np.errstate(all="ignore"):
+        G *= np.minimum(1.0, clip / np.linalg.norm(G, axis=1))[:, None]
+    G[~np.isfinite(G).all(axis=1)] = 0.0
+    np.testing.assert_allclose(np.asarray(sums.sum(r), float), G.sum(0), atol=400 * 2e-6 * clip)
+    # a subset of the rows (Poisson sampling) sums those rows' terms only
+    rows = np.arange(0, 400, 3)
+    subset = ClippedRowSums(X[rows], clip).sum(r[rows])
+    assert list(sums.sum(r[rows], rows).fractions()) == list(subset.fractions())

@@ -171,18 +171,16 @@ def test_linear_uci_calibrated_adassp_beats_published_on_12_of_15_sets():
 
 # ------------------------------------------------------------------ functional_mechanism.py
 
-#: (set, '≪' holds): docs/algorithms.md — "on the linear sets that is not the papers' '≪';
-#: on Adult it is" (Gaussian FM's RMS noise 0.70–0.75 of relaxed FM's on the linear sets,
-#: 0.42–0.54 on the logistic ones).
-FM_SETS = {
-    "synth_D_20_N_20000": False,
-    "synth_D_50_N_10000": False,
-    "crime": False,
-    "twitter": False,
-    "synthetic linear d=10": False,
-    "adult (one-hot, D=108)": True,
-    "synthetic logistic d=10": False,
-}
+#: every set of benchmarks/functional_mechanism.py (a set whose data is absent is skipped)
+FM_SETS = (
+    "synth_D_20_N_20000",
+    "synth_D_50_N_10000",
+    "crime",
+    "twitter",
+    "synthetic linear d=10",
+    "adult (one-hot, D=108)",
+    "synthetic logistic d=10",
+)
 
 
 @functools.cache
@@ -190,9 +188,17 @@ def fm_sets() -> dict[str, object]:
     return {data.name: data for data in bench("functional_mechanism").data_sets(quick=False)[0]}
 
 
+def test_fm_sets_are_the_benchmarks_sets():
+    """The ordering below runs on every set the benchmark has (none left out by name)."""
+    capefm = bench("_capefm")
+    if capefm.capefm_dir() is None or capefm.adult_dir() is None:
+        pytest.skip("a data folder is absent: the benchmark's list is shorter")
+    assert set(fm_sets()) == set(FM_SETS)
+
+
 @functools.cache
-def fm_noise(name: str) -> dict[tuple[str, float], tuple[float, ...]]:
-    """RMS noise std per coefficient of the calibrated FM variants, per ε, on set ``name``."""
+def fm_noise(name: str):
+    """The benchmark's ordering rows for set ``name``: (set, ε, RMS G, R, F, G/R, R/F)."""
     fm = bench("functional_mechanism")
     sets = fm_sets()
     if name not in sets:
@@ -200,40 +206,37 @@ def fm_noise(name: str) -> dict[tuple[str, float], tuple[float, ...]]:
     data = sets[name]
     keys = ("gfm_cal", "rlx_cal", "fm_cal")
     res = fm.run(fm.methods(data.loss, keys), data, fm.EPSILONS, 1, fm.measure)
-    return {(k, e): fm.noise(res, k, e) for k in keys for e in fm.EPSILONS}
+    return fm.ordering_rows(name, res)
 
 
 @pytest.mark.parametrize("name", FM_SETS)
 def test_fm_noise_ordered_gaussian_relaxed_fm_at_equal_true_budget(name):
-    """Calibrated (each meets (ε, δ) exactly): RMS noise Gaussian FM < relaxed FM < FM."""
-    noise = fm_noise(name)
-    for epsilon in bench("functional_mechanism").EPSILONS:
-        g, r, f = (noise[k, epsilon][3] for k in ("gfm_cal", "rlx_cal", "fm_cal"))
-        assert g < r < f, f"ε = {epsilon}: RMS {g} / {r} / {f}"
+    """Calibrated (each meets (ε, δ) exactly): RMS noise per coefficient Gaussian FM <
+    relaxed FM < FM at every ε of the benchmark, the ratios G/R and R/F printed (the papers'
+    "≪" has no threshold: the ratio is reported, not tested against one)."""
+    rows = fm_noise(name)
+    assert [row[1] for row in rows] == list(bench("functional_mechanism").EPSILONS), rows
+    for _, epsilon, g, r, f, g_r, r_f in rows:
+        print(f"{name} ε = {epsilon:g}: G/R = {g_r:.3f}, R/F = {r_f:.3f}")
+        assert g < r < f, f"ε = {epsilon}: RMS {g} / {r} / {f} (G/R {g_r:.3f}, R/F {r_f:.3f})"
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name,
-            marks=[]
-            if holds
-            else pytest.mark.xfail(
-                strict=True,
-                raises=AssertionError,
-                reason="documented: Gaussian FM is not ≪ relaxed FM on this set",
-            ),
-        )
-        for name, holds in FM_SETS.items()
-    ],
-)
-def test_fm_gaussian_much_less_noise_than_relaxed(name):
-    """The papers' '≪', read as: Gaussian FM's RMS noise ≤ 0.5× relaxed FM's, at every ε."""
-    noise = fm_noise(name)
-    for epsilon in bench("functional_mechanism").EPSILONS:
-        g, r = noise["gfm_cal", epsilon][3], noise["rlx_cal", epsilon][3]
-        assert g <= 0.5 * r, f"ε = {epsilon}: G/R = {g / r:.3f}"
+def test_fm_logistic_on_adult_is_monotone_in_epsilon_and_above_the_majority_class():
+    """Issue #33: calibrated Gaussian FM logistic on Adult (the eigenvalue floor), 10 seeds,
+    ε ∈ {0.1, 0.5, 1, 2, 5, 10}: every median accuracy above the majority class, and the
+    median never falls by more than the larger IQR of two consecutive ε (seed noise)."""
+    capefm = bench("_capefm")
+    if capefm.adult_dir() is None:
+        pytest.skip(f"adult data not found (looked in {capefm.where_to_look()})")
+    fm = bench("functional_mechanism")
+    fits = fm.adult_floor_fits(10)
+    stats = [np.quantile(fits["acc"]["auto", e], [0.25, 0.5, 0.75]) for e in fm.ADULT_EPSILONS]
+    for epsilon, (_, median, _) in zip(fm.ADULT_EPSILONS, stats, strict=True):
+        assert median > fits["majority"], f"ε = {epsilon}: {median} ≤ {fits['majority']}"
+    for i in range(1, len(stats)):
+        spread = max(stats[i - 1][2] - stats[i - 1][0], stats[i][2] - stats[i][0])
+        drop = stats[i - 1][1] - stats[i][1]
+        assert drop <= spread, f"ε = {fm.ADULT_EPSILONS[i]}: median falls {drop:.4f} > {spread:.4f}"
 
 
 @pytest.fixture(scope="module")
