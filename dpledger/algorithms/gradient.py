@@ -109,17 +109,11 @@ class _NoisyGD(SufficientStatisticsModel):
 
     def _check_parameters(self, params: Parameters) -> None:
         super()._check_parameters(params)
-        if params.sampling_rate not in (None, 1.0):
-            if params.adjacency != ev.ADD_REMOVE:
-                raise InvalidArgumentError(
-                    "Poisson sampling is amplified under add/remove adjacency; declare "
-                    "adjacency='add_remove' (or sampling_rate=None for full batches)."
-                )
-            if params.safe_noise:
-                raise InvalidArgumentError(
-                    "no accountant composes Poisson-sampled *discrete* Gaussians yet: use "
-                    "safe_noise=False with sampling_rate, or full batches (sampling_rate=None)."
-                )
+        if params.sampling_rate not in (None, 1.0) and params.adjacency != ev.ADD_REMOVE:
+            raise InvalidArgumentError(
+                "Poisson sampling is amplified under add/remove adjacency; declare "
+                "adjacency='add_remove' (or sampling_rate=None for full batches)."
+            )
         if not params.learning_rate * params.alpha < 2.0:
             raise InvalidArgumentError(
                 f"`learning_rate` · `alpha` = {params.learning_rate!r} · {params.alpha!r} must "

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dpledger as dpl
+from dpledger import events as ev
 from dpledger.algorithms import NoisyGD, NoisyGDClassifier
 from tests import _reference as ref
 from tests._data import noisy_linear, unit_rows
@@ -78,11 +79,23 @@ def test_bad_settings_are_refused_before_anything_is_spent():
         NoisyGD(**kw, adjacency="add_remove", ledger=ledger).fit(X, y)
     with pytest.raises(dpl.InvalidArgumentError, match="add/remove"):
         NoisyGD(**kw, adjacency="replace_one", sampling_rate=0.1, safe_noise=False).fit(X, y)
-    with pytest.raises(dpl.InvalidArgumentError, match="safe_noise=False"):
-        NoisyGD(**kw, adjacency="add_remove", sampling_rate=0.1, data_size=200, ledger=ledger).fit(
-            X, y
-        )
     assert ledger.receipts == ()
+
+
+def test_sampled_steps_with_safe_noise_cost_what_float_noise_costs():
+    """Poisson-sampled discrete Gaussians are composed at the continuous price (issue 33:
+    they were refused): the same calibrated σ as float noise, up to the grid's rounding."""
+    X, y, _, _ = _data(n=400)
+    kw = dict(epsilon=1.0, delta=1e-5, x_bound=1, y_bound=1, adjacency="add_remove")
+    kw.update(steps=20, data_size=400, sampling_rate=0.1, rng=0)
+    safe = NoisyGD(**kw).fit(X, y)
+    plain = NoisyGD(**kw, safe_noise=False).fit(X, y)
+    (first, *_) = safe.releases_
+    assert type(first.event) is ev.DiscreteGaussian and first.rate == 0.1
+    safe_ratio = first.event.sigma / first.event.sensitivity
+    plain_ratio = plain.releases_[0].event.sigma / plain.releases_[0].event.sensitivity
+    assert safe_ratio == pytest.approx(plain_ratio, rel=1e-5)
+    assert safe.ledger_.spent[0] <= 1.0
 
 
 def test_noisy_gd_classifier_matches_logistic_regression_at_large_epsilon():
