@@ -421,6 +421,8 @@ class GDPFilter(Filter):
                 gaussian, slack = price
                 # the slack is drawn from the reserve in proportion to the charge: a release
                 # with a tiny μ² is charged at least s·μ*²/reserve (so Σs ≤ reserve)
+                if self._slack_budget == 0:  # δ·2⁻³⁰ underflows (δ below ~1e-314)
+                    return math.inf
                 floor = round_up(slack / self._slack_budget * self._mu_squared * (1 + 2**-40))
                 return max(square_up(gaussian.mu), floor)
             if atom.dimension is not None:

@@ -194,7 +194,12 @@ def test_a_shared_default_ledger_calibrates_an_estimator_exactly():
     X, y = contract_data(False, 200)
     ledger = dpl.Ledger(1.0, 1e-5)
     fitted = alg.ADASSP(
-        epsilon=1.0, delta=1e-5, x_bound=1, y_bound=1, adjacency="add_remove", ledger=ledger,
+        epsilon=1.0,
+        delta=1e-5,
+        x_bound=1,
+        y_bound=1,
+        adjacency="add_remove",
+        ledger=ledger,
         rng=0,
     ).fit(X, y)
     assert ledger.accountant == "gdp"
@@ -251,3 +256,13 @@ def test_dpsgd_filter_gap_to_the_planned_path_is_as_documented():
     assert filtered == pytest.approx(1.0148, abs=5e-5)
     assert planned == pytest.approx(0.9692, abs=5e-5)
     assert math.isclose(filtered / planned, 1.047, abs_tol=5e-4)
+
+
+@pytest.mark.parametrize("delta", [5e-324, 1e-310])
+def test_a_gdp_ledger_with_a_vanishing_delta_refuses_discrete_gaussians_by_name(delta):
+    # its reserve for the slack, δ·2⁻³⁰, underflows: nothing fits (was a ZeroDivisionError)
+    ledger = dpl.Ledger(1.0, delta, accountant="gdp")
+    assert ledger.fits(mech.Gaussian(30.0, dimension=2)) == 0
+    with pytest.raises(dpl.BudgetExceededError):
+        ledger.spend(mech.Gaussian(30.0, dimension=2))
+    assert ledger.fits(ev.Gaussian(30.0)) >= 0  # a continuous Gaussian is priced as before
