@@ -104,9 +104,7 @@ def continuous_price(atom: ev.DiscreteGaussian) -> tuple[ev.Gaussian, float] | N
     return ev.Gaussian(sigma0, atom.sensitivity), slack
 
 
-def as_continuous(
-    event: ev.Event, exact_one_dimensional: float = 0.0
-) -> tuple[ev.Event, float]:
+def as_continuous(event: ev.Event, exact_one_dimensional: float = 0.0) -> tuple[ev.Event, float]:
     """``event`` with its discrete Gaussians at the continuous price, and the total slack.
 
     Every :class:`~dpledger.events.DiscreteGaussian` release with a price

@@ -30,7 +30,7 @@ def exact_delta_1d(sigma: float, shift: int, epsilon: float) -> float:
     """Σ_k (p(k) − e^ε p(k − shift))₊ for p ∝ e^{−k²/(2σ²)} on the integers (mpmath)."""
     reach = int(20 * sigma) + abs(shift) + 1
     s2 = 2 * mpmath.mpf(sigma) ** 2
-    weights = {k: mpmath.exp(-mpmath.mpf(k) ** 2 / s2) for k in range(-reach - shift, reach + 1)}
+    weights = {k: mpmath.exp(-(mpmath.mpf(k) ** 2) / s2) for k in range(-reach - shift, reach + 1)}
     norm = mpmath.fsum(weights[k] for k in range(-reach, reach + 1))
     factor = mpmath.exp(epsilon)
     zero = mpmath.mpf(0)
