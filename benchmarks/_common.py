@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import sys
 from pathlib import Path
 from typing import NoReturn
 
@@ -31,6 +32,13 @@ def clear_caches() -> None:
     _lattice._binomials.cache_clear()
     rdp._rdp_poisson_gaussian_cached.cache_clear()
     rdp._gaussian_pearson_vajda.cache_clear()
+    # and any other module-level lru_cache of the accountants and calibration (a cache
+    # added later, e.g. gdp._small_pure_dp_to_gdp, is then cleared without an edit here)
+    for name, module in list(sys.modules.items()):
+        if name.startswith(("dpledger.accountant", "dpledger.calibrate")) and module:
+            for value in list(vars(module).values()):
+                if isinstance(value, functools._lru_cache_wrapper):
+                    value.cache_clear()
 
 
 BENCH_INSTALL = 'pip install -e ".[bench]"'

@@ -111,6 +111,74 @@ def rounds(fn: Callable[[], Any], count: int = 3, *, cold: bool = True) -> Timin
     return Timing(tuple(times), result)
 
 
+def interleaved(
+    contenders: dict[str, Callable[[int], Any]], count: int = 5, *, cold: bool = True
+) -> dict[str, Timing]:
+    """Time every contender ``count`` times, round by round, so that load hits all alike.
+
+    Round r calls each ``fn(r)`` once (``r`` lets a contender build a fresh input — a new
+    noise value — so that no cache of either library answers: a *cold* query, the way a
+    user computes ε once); the order of the contenders alternates between rounds. With
+    ``cold``, dpledger's caches are emptied before every call; without it (a *warm*
+    timing, labelled as such), each contender is called once untimed with ``r = 0`` and
+    then timed on that same input, caches kept.
+    """
+    names = list(contenders)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    results: dict[str, Any] = {}
+    if not cold:
+        for name in names:
+            contenders[name](0)
+    for r in range(1, count + 1):
+        order = names if r % 2 else names[::-1]
+        for name in order:
+            if cold:
+                clear_caches()
+            start = time.perf_counter()
+            results[name] = contenders[name](r if cold else 0)
+            times[name].append(time.perf_counter() - start)
+    return {name: Timing(tuple(times[name]), results[name]) for name in names}
+
+
+def ratio(slow: Timing, fast: Timing) -> str:
+    """The ratio of medians, with the spread of the round-by-round ratios: "12.3x (9.8–14.1x)"."""
+    rounds_ = [a / b for a, b in zip(slow.times, fast.times, strict=True)]
+    text = f"{slow.median / fast.median:.1f}x"
+    if len(rounds_) > 1:
+        text += f" ({min(rounds_):.1f}–{max(rounds_):.1f}x)"
+    return text
+
+
+def machine() -> str:
+    """The machine a timing ran on: cores, CPU model, load average now, Python and NumPy."""
+    import os
+    import platform
+
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{os.cpu_count()} cores ({model}), Python {platform.python_version()}, NumPy "
+        f"{np.__version__}; {load()}"
+    )
+
+
+def load() -> str:
+    """The load average (1, 5, 15 min), as "load average 1.23 0.98 0.75"."""
+    import os
+
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:  # not available on this platform
+        return "load average unknown"
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
 def speedup(slow: Timing | float, fast: Timing | float) -> str:
     """``slow`` / ``fast`` (medians), as "3.6x"."""
     a = slow.median if isinstance(slow, Timing) else slow

@@ -1,16 +1,34 @@
 """Benchmark: tight numerical accounting, dpledger vs dp_accounting and prv_accountant.
 
-Run:  pip install -e ".[compare]" && python benchmarks/accounting.py [--quick]
+Run:  pip install -e ".[compare]" && python benchmarks/accounting.py [--quick] [--rounds N]
 
-``--quick`` is a smoke test (seconds, not a measurement): 3 of the bracket cases, every
-time measured once, no grid sweep.
+``--quick`` is a smoke test (seconds, not a measurement): 3 of the bracket cases, speed
+case (a), every time measured once, no grid sweep, no prv_accountant in the main table,
+dp_accounting at its default step.
 
-All libraries run side by side in this one process on the same cases. For each case the
-table gives every library's ε (an upper bound, except prv_accountant's estimate, shown
-with its bracket), the wall time (median (min–max) of 3 rounds, cold: no cached curves),
-dpledger's speed-up over dp_accounting's PLD, and the ε differences. A second table
-sweeps the grid step of both PLD implementations on the DP-SGD case: accuracy against
-time.
+The "speed" table (``--table speed``) is the measurement of issue #33: ε at δ = 1e-5 of
+(a) DP-SGD q = 0.01, σ = 1.1, T = 10⁴; (b) the same at T = 10⁵; (c) q = 10⁻³, T = 10⁴;
+(d) a mixed composition — 10 Laplace (scale 10), 20 Gaussians (σ = 20), 2,000
+Poisson-sampled Gaussians (q = 0.01, σ = 1.1) and 5 binary randomized responses (ε = 0.5).
+Every contender runs once per round, the contenders interleaved round by round (their
+order alternating), ``--rounds`` rounds (default 5); the table gives the median
+(min–max) wall time and the ratio of medians with the spread of the per-round ratios.
+*Cold*: every round uses a fresh noise value (σ and the scales × (1 + 10⁻⁶·round)) and
+dpledger's caches are emptied, so that no cache of either library answers — a user
+computing ε once. *Warm* (labelled): the same query again, caches kept. Both libraries
+run on one thread (dpledger: ``set_threads(1)``; BLAS limited to one thread for both);
+dpledger on two threads is a separate, labelled column. dp_accounting's PLD is run at
+its default step h = 1e-4 and at the largest step of a ladder at which its ε is as
+close to the truth as dpledger's upper bound ("equal accuracy"): the truth lies in
+dpledger's certified bracket (``epsilon_bounds``, rtol = 1e-6, listed in ``TRUTH``), and
+a distance is the largest from the bracket's ends. The machine, its cores and the load
+average at the start and the end are printed.
+
+For each case of the "main" table (``--table main``) the table gives every library's ε
+(an upper bound, except prv_accountant's estimate, shown with its bracket), the wall time
+(median (min–max) of ``--rounds`` cold rounds, interleaved), dpledger's speed-up over
+dp_accounting's PLD, and the ε differences. A second table sweeps the grid step of both
+PLD implementations on the DP-SGD case: accuracy against time.
 
 The "bracket" table (``--table bracket``) puts dpledger's certified bracket
 (``epsilon_bounds``, default rtol = 1e-3) beside prv_accountant's certified one on 53
@@ -24,6 +42,7 @@ slow tests: tests/package/test_benchmark_verdicts.py.
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -31,7 +50,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import skip
-from _harness import Timing, parser, records, rounds, speedup
+from _harness import (
+    Timing,
+    interleaved,
+    load,
+    machine,
+    parser,
+    ratio,
+    records,
+    rounds,
+    setup,
+    speedup,
+)
 
 import dpledger.accountant as acc
 from dpledger import events as ev
@@ -40,6 +70,7 @@ from dpledger.accountant import pld as our_pld
 try:
     import dp_accounting as dpa
     from dp_accounting.pld import pld_privacy_accountant
+    from dp_accounting.pld import privacy_loss_distribution as dpa_pld
     from dp_accounting.rdp import rdp_privacy_accountant
     from prv_accountant import PRVAccountant
     from prv_accountant.privacy_random_variables import (
@@ -221,22 +252,35 @@ def bracket_table(cases: list[tuple[float, float, int, float, str]], repeat: int
     )
 
 
-def main_table(repeat: int) -> None:
-    """Every case by every library: ε, its error against the reference, wall times."""
+def main_table(repeat: int, with_prv: bool = True) -> None:
+    """Every case by every library: ε, its error against the reference, wall times.
+
+    Cold and interleaved: each round runs every contender once (dpledger's caches emptied
+    before each), in alternating order, so that the load of a shared machine hits all.
+    """
     rows = []
     for name, event, dp_event, prv_make, count, delta, reference in CASES:
         # one untimed run of each, so that one-time costs (imports, FFT plans) are not timed
         ours(event, count, delta)
         theirs_pld(dp_event, count, delta)
-        t_ours = rounds(lambda e=event, c=count, d=delta: ours(e, c, d), repeat)
-        t_one = rounds(lambda e=event, c=count, d=delta: ours_single_thread(e, c, d), repeat)
-        t_dpld = rounds(lambda e=dp_event, c=count, d=delta: theirs_pld(e, c, d), repeat)
+        timed = interleaved(
+            {
+                "ours": lambda _r, e=event, c=count, d=delta: ours(e, c, d),
+                "one": lambda _r, e=event, c=count, d=delta: ours_single_thread(e, c, d),
+                "dpld": lambda _r, e=dp_event, c=count, d=delta: theirs_pld(e, c, d),
+            },
+            repeat,
+        )
+        t_ours, t_one, t_dpld = timed["ours"], timed["one"], timed["dpld"]
         eps_drdp = theirs_rdp(dp_event, count, delta)
         eps_ordp = acc.epsilon(event * count, delta, method="rdp")
+        t_prv: Timing | float = float("nan")
+        prv_cell = "skipped (--quick)"
         try:
-            t_prv: Timing | float = rounds(lambda m=prv_make, c=count, d=delta: prv(m, c, d), 1)
-            low, est, high = t_prv.result
-            prv_cell = f"{est:.6f} [{low:.4f}, {high:.4f}]"
+            if with_prv:
+                t_prv = rounds(lambda m=prv_make, c=count, d=delta: prv(m, c, d), 1)
+                low, est, high = t_prv.result
+                prv_cell = f"{est:.6f} [{low:.4f}, {high:.4f}]"
         except Exception as error:  # prv_accountant fails on some cases (large ε / tiny δ)
             prv_cell, t_prv = f"failed: {type(error).__name__}", float("nan")
         eps_ours, eps_dpld = t_ours.result, t_dpld.result
@@ -251,19 +295,20 @@ def main_table(repeat: int) -> None:
                 "prv est [low, high]": prv_cell,
                 "ours - ref": f"{eps_ours - reference:+.2e}",
                 "dp_acc - ref": f"{eps_dpld - reference:+.2e}",
-                "t ours [s]": t_ours,
-                "t ours 1 thread [s]": t_one,
+                "t ours 2 thr [s]": t_ours,
+                "t ours 1 thr [s]": t_one,
                 "t dp_acc [s]": t_dpld,
                 "t prv [s]": t_prv,
-                "speed-up vs dp_acc PLD": speedup(t_dpld, t_ours),
-                "speed-up, 1 thread": speedup(t_dpld, t_one),
+                "speed-up, 2 thr": ratio(t_dpld, t_ours),
+                "speed-up, 1 thr": ratio(t_dpld, t_one),
             }
         )
     print(records(rows))
     print(
         "\nAll ε are upper bounds except prv_accountant's estimate (its bracket is shown). "
-        "dp_accounting runs on one thread; dpledger's two sampling directions and its "
-        "transforms use two threads unless '1 thread'."
+        "Cold (caches emptied; the same query every round), interleaved; dp_accounting runs "
+        "on one thread; dpledger on two ('2 thr': its two sampling directions and its "
+        f"transforms) or one. {load()} at the end."
     )
 
 
@@ -289,28 +334,222 @@ def grid_sweep() -> None:
     print(f"\nAccuracy / time on {name} (reference {reference}):\n{records(sweep)}")
 
 
+# -- the "speed" table: the four cases of issue #33, cold, interleaved ----------------------
+SPEED_DELTA = 1e-5
+#: name → (sampling rate, σ, steps) for the DP-SGD cases; "mixed" is built by _mixed
+SPEED_CASES = {
+    "(a) DP-SGD q=0.01 s=1.1 T=1e4": (0.01, 1.1, 10_000),
+    "(b) DP-SGD q=0.01 s=1.1 T=1e5": (0.01, 1.1, 100_000),
+    "(c) DP-SGD q=1e-3 s=1.1 T=1e4": (0.001, 1.1, 10_000),
+    "(d) mixed: 10 Lap + 20 Gauss + 2000 DP-SGD + 5 RR": None,
+}
+#: dpledger's certified bracket on the true ε of each speed case at the nominal noise
+#: (round 0), epsilon_bounds(event, 1e-5, rtol=1e-6) on this version; ``--truth``
+#: recomputes it (a minute)
+TRUTH = {
+    "(a) DP-SGD q=0.01 s=1.1 T=1e4": (5.192582040426559, 5.192584104740065),
+    "(b) DP-SGD q=0.01 s=1.1 T=1e5": (21.089498531359514, 21.089513677374036),
+    "(c) DP-SGD q=1e-3 s=1.1 T=1e4": (0.4023365632498922, 0.40233696036717786),
+    "(d) mixed: 10 Lap + 20 Gauss + 2000 DP-SGD + 5 RR": (4.776206296162524, 4.776217497774298),
+}
+#: the steps tried for dp_accounting's PLD, largest first, for "equal accuracy"
+DPA_LADDER = (1e-4, 7e-5, 5e-5, 3e-5, 2e-5, 1e-5, 5e-6)
+
+
+def _fresh(r: int) -> float:
+    """The noise factor of round r: 1 at round 0, a new value in every later round."""
+    return 1.0 + 1e-6 * r
+
+
+def speed_event(name: str, r: int = 0) -> ev.Event:
+    """dpledger's event of a speed case, noise scaled by :func:`_fresh` (r)."""
+    f = _fresh(r)
+    case = SPEED_CASES[name]
+    if case is not None:
+        rate, sigma, steps = case
+        return ev.PoissonSampled(ev.Gaussian(sigma * f), rate) * steps
+    return (
+        ev.Laplace(10.0 * f) * 10
+        + ev.Gaussian(20.0 * f) * 20
+        + ev.PoissonSampled(ev.Gaussian(1.1 * f), 0.01) * 2000
+        + ev.RandomizedResponse(0.5 * f, 2) * 5
+    )
+
+
+def speed_theirs(name: str, r: int = 0, grid: float = 1e-4) -> float:
+    """dp_accounting's PLD ε of a speed case at step ``grid``.
+
+    The DP-SGD cases through its ``PLDAccountant``. The mixed case through its PLD
+    functions, as its accountant builds them: the accountant refuses randomized response
+    under add/remove (and composes a ``SelfComposedDpEvent`` of it once, whatever the
+    count), so the 5-fold randomized response (its REPLACE_ONE PLD: that of an ε-DP
+    release, the pair dpledger uses) is built and self-composed directly.
+    """
+    f = _fresh(r)
+    case = SPEED_CASES[name]
+    if case is not None:
+        rate, sigma, steps = case
+        event = dpa.PoissonSampledDpEvent(rate, dpa.GaussianDpEvent(sigma * f))
+        return theirs_pld(event, steps, SPEED_DELTA, grid)
+    p = 2.0 / (math.exp(0.5 * f) + 1.0)  # dp_accounting's noise parameter of ε-RR, k = 2
+    parts = [
+        dpa_pld.from_laplace_mechanism(10.0 * f, value_discretization_interval=grid).self_compose(
+            10
+        ),
+        dpa_pld.from_gaussian_mechanism(
+            20.0 * f / math.sqrt(20), value_discretization_interval=grid
+        ),
+        dpa_pld.from_gaussian_mechanism(
+            1.1 * f, sampling_prob=0.01, value_discretization_interval=grid
+        ).self_compose(2000),
+        dpa_pld.from_randomized_response(
+            p,
+            2,
+            value_discretization_interval=grid,
+            neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE,
+        ).self_compose(5),
+    ]
+    total = parts[0]
+    for part in parts[1:]:
+        total = total.compose(part)
+    return float(total.get_epsilon_for_delta(SPEED_DELTA))
+
+
+def speed_ours(name: str, r: int = 0, threads: int | None = 1) -> float:
+    """dpledger's PLD ε (an upper bound) of a speed case, on ``threads`` threads."""
+    our_pld.set_threads(threads)
+    try:
+        return our_pld.PLDAccountant.summarize(speed_event(name, r)).epsilon(SPEED_DELTA)
+    finally:
+        our_pld.set_threads(None)
+
+
+def _distance(eps: float, bracket: tuple[float, float]) -> float:
+    """The largest distance from ``eps`` to a truth known to lie in ``bracket``."""
+    return max(abs(eps - bracket[0]), abs(eps - bracket[1]))
+
+
+def equal_accuracy_grid(name: str, ours_eps: float) -> tuple[float, float, bool]:
+    """The largest step of :data:`DPA_LADDER` at which dp_accounting is as accurate as us.
+
+    Returns (step, its ε, reached), at the nominal noise; the finest step, with reached
+    False, if none is (dp_accounting is then timed where it is still less accurate).
+    """
+    bracket = TRUTH[name]
+    target = _distance(ours_eps, bracket)
+    eps = math.nan
+    for grid in DPA_LADDER:
+        eps = speed_theirs(name, 0, grid)
+        if _distance(eps, bracket) <= target:
+            return grid, eps, True
+    return DPA_LADDER[-1], eps, False
+
+
+def speed_table(count: int, quick: bool) -> None:
+    """The four cases of issue #33: cold (and warm) times, one thread each, and the ratios."""
+    names = list(SPEED_CASES)
+    if quick:
+        names = names[:1]
+    print(
+        f"Speed: ε at δ = {SPEED_DELTA:g}, {count} round(s), contenders interleaved; dp_accounting "
+        "and dpledger '1 thr' on one thread (BLAS too), dpledger '2 thr' on two\n"
+    )
+    rows = []
+    for name in names:
+        ours_eps = speed_ours(name)  # untimed: imports, FFT plans, the pool
+        if quick:
+            grid, their_eps, reached = 1e-4, speed_theirs(name), False
+        else:
+            grid, their_eps, reached = equal_accuracy_grid(name, ours_eps)
+        contenders = {
+            "ours 1": lambda r, n=name: speed_ours(n, r, 1),
+            "ours 2": lambda r, n=name: speed_ours(n, r, None),
+            "dp_acc default": lambda r, n=name: speed_theirs(n, r),
+        }
+        if grid != 1e-4:
+            contenders["dp_acc equal"] = lambda r, n=name, g=grid: speed_theirs(n, r, g)
+        cold = interleaved(contenders, count)
+        warm = interleaved(
+            {k: contenders[k] for k in ("ours 1", "dp_acc default")},
+            1 if quick else count,
+            cold=False,
+        )
+        equal = cold.get("dp_acc equal", cold["dp_acc default"])
+        bracket = TRUTH[name]
+        rows.append(
+            {
+                "case": name,
+                "truth in": f"[{bracket[0]:.7f}, {bracket[1]:.7f}]",
+                "dpledger ε (upper)": f"{ours_eps:.7f}",
+                "dp_acc ε h=1e-4": f"{speed_theirs(name):.7f}",
+                "dp_acc h equal": f"{grid:g} ({their_eps:.7f})"
+                + ("" if reached else " not reached"),
+                "distance ours / dp_acc equal": f"{_distance(ours_eps, bracket):.1e} / "
+                f"{_distance(their_eps, bracket):.1e}",
+                "ours 1 thr cold [s]": cold["ours 1"],
+                "ours 2 thr cold [s]": cold["ours 2"],
+                "dp_acc h=1e-4 [s]": cold["dp_acc default"],
+                "dp_acc h equal [s]": equal,
+                "ratio equal acc., 1 thr": ratio(equal, cold["ours 1"]),
+                "ratio h=1e-4, 1 thr": ratio(cold["dp_acc default"], cold["ours 1"]),
+                "ratio equal, ours 2 thr": ratio(equal, cold["ours 2"]),
+                "warm: ours 1 thr [s]": warm["ours 1"],
+                "warm: ratio h=1e-4": ratio(warm["dp_acc default"], warm["ours 1"]),
+            }
+        )
+    print(records(rows))
+    print(
+        "\nTimes: median (min–max) wall seconds; ratios: of medians (min–max of the "
+        "per-round ratios). 'equal acc.': dp_accounting at the largest step of "
+        f"{DPA_LADDER} whose ε is as close to the truth as dpledger's upper bound ('not "
+        "reached': none is, the finest is timed); a distance is the largest from the truth's "
+        f"bracket. {load()} at the end."
+    )
+
+
+def recompute_truth() -> None:
+    """Print dpledger's certified bracket (rtol = 1e-6) on each speed case (for TRUTH)."""
+    for name in SPEED_CASES:
+        lower, upper = our_pld.epsilon_bounds(speed_event(name), SPEED_DELTA, rtol=1e-6)
+        print(f"    {name!r}: ({lower!r}, {upper!r}),")
+
+
 def main() -> None:
-    cli = parser(__doc__, "3 bracket cases, each time measured once, no grid sweep")
+    cli = parser(__doc__, "3 bracket cases, 1 speed case, each time measured once, no sweep")
     cli.add_argument(
         "--table",
-        choices=("main", "bracket", "all"),
+        choices=("speed", "main", "bracket", "all"),
         default="all",
         help="which tables to run (bracket: the 53 DP-SGD cases against prv_accountant)",
     )
+    cli.add_argument("--rounds", type=int, default=None, help="timed rounds (default 5)")
+    cli.add_argument(
+        "--truth", action="store_true", help="recompute the brackets of TRUTH and stop"
+    )
     args = cli.parse_args()
+    setup(threads=1)  # one BLAS thread for every library (dp_accounting is one-threaded)
     warnings.simplefilter("ignore")
-    repeat = 1 if args.quick else 3
+    if args.truth:
+        recompute_truth()
+        return
+    repeat = args.rounds or (1 if args.quick else 5)
+    print(f"machine at the start: {machine()}\n")
+    if args.table in ("speed", "all"):
+        speed_table(repeat, args.quick)
     if args.table in ("bracket", "all"):
+        if args.table == "all":
+            print()
         # quick: two Opacus cases and TF Privacy's (prv_accountant takes minutes on others)
         cases = [BRACKET_CASES[i] for i in (0, 4, 40)] if args.quick else BRACKET_CASES
         print(f"Bracket: certified (lower, upper) ε on {len(cases)} DP-SGD configurations\n")
-        bracket_table(cases, repeat)
+        bracket_table(cases, 1 if args.quick else 3)
     if args.table in ("main", "all"):
         if args.table == "all":
             print()
-        main_table(repeat)
+        main_table(repeat, with_prv=not args.quick)
         if not args.quick:
             grid_sweep()
+    print(f"\nmachine at the end: {load()}")
 
 
 if __name__ == "__main__":

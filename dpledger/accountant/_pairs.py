@@ -72,7 +72,16 @@ def _normal_outside(lo: float, hi: float, mean: float = 0.0) -> float:
 
 
 def _normal_pdf(x: np.ndarray) -> np.ndarray:
-    return np.asarray(np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))
+    # in place: the same operations as exp(−0.5·x·x)/√(2π), two temporaries fewer (the
+    # quadrature evaluates it at ~10⁵ nodes per release)
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 0:
+        return np.asarray(np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))
+    out = -0.5 * x
+    out *= x
+    np.exp(out, out=out)
+    out /= math.sqrt(2 * math.pi)
+    return out
 
 
 @dataclass(frozen=True)
@@ -185,7 +194,9 @@ class GaussianPair(Pair):
         def mixed(x: np.ndarray) -> np.ndarray:
             v = np.asarray(mu * x - mu * mu / 2, dtype=float)
             with np.errstate(over="ignore"):
-                out = np.array(np.log1p(g * np.expm1(v)), dtype=float)
+                out = np.asarray(np.expm1(v), dtype=float)  # a new array, worked on in place
+                out *= g
+                np.log1p(out, out=out)
             # beyond v ≈ 709 expm1 overflows: there 1 − γ + γe^v = γe^v(1 + (1 − γ)e^{−v}/γ)
             far = v > 700.0
             if np.any(far):

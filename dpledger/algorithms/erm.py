@@ -49,6 +49,7 @@ from dpledger.algorithms._erm_privacy import (
     PerturbationPlan,
     _k,
     _ObjectiveNoise,
+    _perturbation_radius,
     _weighted_gaussian_sigma,
     objective_perturbation_epsilon,
     objective_perturbation_plan,
@@ -121,8 +122,11 @@ class _Objective(RegularizedERM):
         :func:`_weighted_gaussian_delta`. The solver's tolerance is at least
         :func:`_solver_floor`, and its gradient phase's step count
         (:func:`_gradient_steps`, refused before the charge above the cap), for
-        ‖b‖ ≤ 64·(its scale)·(d, or √d for Gaussian b); beyond (probability below
-        1e-25) the certificate may fail, after the charge.
+        ‖b‖ ≤ :func:`_perturbation_radius`: 64·(its scale)·(d, or √d for Gaussian b),
+        beyond which (probability below 1e-25) the certificate may fail, after the
+        charge; for ℓ₁-Laplace b, whose coordinates are clipped at (log d + 58)·scale
+        (a clip no draw of numpy's sampler reaches), √d·(log d + 58)·scale, which holds
+        for every draw.
         """
         params = self._params
         epsilon, delta, adjacency = params.epsilon, params.delta, params.adjacency
@@ -174,7 +178,7 @@ class _Objective(RegularizedERM):
         ridge = lam + plan.extra_regularization
         spread = {"laplace": d, "l1_laplace": math.sqrt(2 * d), "gaussian": math.sqrt(d)}
         mean_b = plan.scale * spread[plan.noise]  # about E‖b‖
-        b_bound = 64 * plan.scale * (math.sqrt(d) if plan.noise == "gaussian" else d)
+        b_bound = _perturbation_radius(plan, d)  # ≥ ‖b‖: certain for ℓ₁ (clipped b)
         solver_tol = max(
             _tolerance(tol, loss.a * radius + mean_b / size),
             _solver_floor(loss, radius, d, ridge, b_bound / size),

@@ -289,6 +289,38 @@ def test_the_solver_meets_its_tolerance_in_exact_arithmetic(ridge, loss):
         assert _exact_gradient(X, ys, loss, ridge, linear, theta, 400) <= bound <= tol
 
 
+def test_the_blocked_sums_have_the_depth_of_one_fold_and_either_error_sum_bounds(monkeypatch):
+    # ĝ's pairwise sums run in blocks of a power of two rows: the addition tree's depth
+    # must be ⌈log₂ n⌉ (the public floor assumes ≤ 63), and the certificate's error sum,
+    # taken in any order (BLAS, inflated by 1 + 4γ) or pairwise, must bound the same way
+    import dpledger.algorithms._erm_solver as solver
+
+    loss = _Loss("logistic", 1.0, 0.25)
+    rng = np.random.default_rng(3)
+    for d in (1, 3, 5000):
+        block = solver._block_rows(d)
+        assert block & (block - 1) == 0  # a power of two
+        for rows in (1, 2, 3, block - 1, block, block + 1, 3 * block + 5):
+            X = rng.normal(size=(rows, d)) / (2 * math.sqrt(d))
+            y = rng.choice([-1.0, 1.0], rows)
+            problem = solver._Problem(X, y, loss, 1e-2, np.zeros(d), float(rows))
+            point = solver._gradient(problem, rng.normal(size=d))
+            assert point.depth == max(rows - 1, 0).bit_length()  # ⌈log₂ rows⌉
+            direct = ((X * point.d1[:, None]).sum(axis=0)) / rows
+            np.testing.assert_allclose(point.data_part, direct, rtol=1e-12, atol=1e-15)
+    X, y = _data(400, 4, seed=5)
+    ys = 2.0 * y - 1
+    linear = np.array([0.3, -0.1, 0.2, 0.05])
+    theta, _ = _minimise(X, ys, loss, 1e-3, linear, 1e-12, 1000)
+    problem = solver._Problem(X, ys, loss, 1e-3, linear, 400.0)
+    any_order = solver._certified_gradient_norm(problem, theta)
+    monkeypatch.setattr(solver, "_ANY_ORDER", 0.0)  # pairwise error sums
+    pairwise = solver._certified_gradient_norm(problem, theta)
+    assert any_order == pytest.approx(pairwise, rel=1e-9)
+    exact = _exact_gradient(X, ys, loss, 1e-3, linear, theta, 400)
+    assert exact <= min(any_order, pairwise)
+
+
 @pytest.mark.parametrize(("rows", "size"), [(1_000_000, 1_000_000.0), (300_000, 30_000.0)])
 def test_the_certified_bound_holds_where_a_plain_sum_misses_tol(rows, size):
     # many identical rows (two groups): the exact gradient is a product, computed in
@@ -754,6 +786,70 @@ def test_l1_noise_coordinates_are_iid_laplace():
         assert stats.kstest(draws[:, j], stats.laplace(scale=plan.scale).cdf).pvalue > 1e-3
     # independent coordinates: no correlation between them
     assert np.max(np.abs(np.corrcoef(draws.T) - np.eye(4))) < 0.06
+
+
+def test_l1_noise_is_clipped_where_no_numpy_draw_reaches_and_its_radius_holds():
+    from dpledger.algorithms._erm_privacy import _draw_l1, _l1_limit, _perturbation_radius
+
+    class Extreme:  # a sampler whose draws are far in the tails (numpy's never are)
+        def laplace(self, loc, scale, size):
+            return np.array([1e6, -1e6, 3.0, -1e300])[:size] * scale
+
+    scale, d = 0.7, 4
+    limit = _l1_limit(scale, d)
+    assert limit >= (math.log(d) + 58) * scale
+    b = _draw_l1(Extreme(), scale, d)
+    assert np.all(np.abs(b) <= limit) and b[2] == 3.0 * scale  # inside: unchanged
+    # the most extreme value numpy's inverse-CDF sampler can return (U = 2⁻⁵³) is inside
+    assert scale * -math.log(2 * 2.0**-53) < limit
+    # the clip's probability under real Laplace noise: d·e^{−T} ≤ e^{−58} < 1e-25
+    assert d * math.exp(-limit / scale) <= 1e-25
+    plan = objective_perturbation_plan(
+        epsilon=1.0,
+        lipschitz=1.0,
+        curvature=0.25,
+        size=100,
+        regularization=1e-2,
+        adjacency="replace_one",
+        noise="l1_laplace",
+        l1_lipschitz=2.0,
+    )
+    radius = _perturbation_radius(plan, d)
+    assert np.linalg.norm(np.full(d, _l1_limit(plan.scale, d))) <= radius
+    assert radius < 64 * plan.scale * d / 2  # the bound the floor used before (2.15×)
+
+
+def test_l1_fits_are_floored_at_the_clipped_radius_and_certify_at_the_clip(monkeypatch):
+    # the solver's floor assumes ‖b‖ ≤ √d·T·scale, which the clip makes certain: even a b
+    # at the clip in every coordinate certifies (it raised ConvergenceError beyond
+    # 64·scale·d before, with probability below 1e-25, after the charge)
+    import dpledger.algorithms._erm_privacy as privacy
+    from dpledger.algorithms._erm_bounds import _solver_floor
+
+    X, y = _data(400, 3, seed=2)
+    settings = dict(
+        epsilon=1.0,
+        x_bound=1.0,
+        adjacency="replace_one",
+        noise="l1_laplace",
+        x_l1_bound=1.5,
+        l2_regularization=1e-3,
+        rng=0,
+    )
+    model = ObjectivePerturbationClassifier(**settings).fit(X, y)
+    d, scale, ridge = 4, model.plan_.scale, 1e-3 + model.plan_.extra_regularization
+    radius = math.sqrt(2.0) * (1 + 1e-15)
+    loss = _Loss("logistic", 1.0, 0.25)
+    clipped = privacy._perturbation_radius(model.plan_, d) / 400
+    assert model.solver_tol_ == _solver_floor(loss, radius, d, ridge, clipped)
+    assert model.solver_tol_ < _solver_floor(loss, radius, d, ridge, 64 * scale * d / 400) / 2
+
+    def at_the_clip(generator, scale, dimension):
+        return np.full(dimension, privacy._l1_limit(scale, dimension)) * [1, -1, 1, -1]
+
+    monkeypatch.setattr(privacy, "_draw_l1", at_the_clip)
+    extreme = ObjectivePerturbationClassifier(**settings).fit(X, y)
+    assert np.all(np.isfinite(extreme.coef_)) and extreme.solver_tol_ == model.solver_tol_
 
 
 @pytest.mark.parametrize("adjacency", ["replace_one", "add_remove"])

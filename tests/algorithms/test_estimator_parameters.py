@@ -145,7 +145,7 @@ def test_every_fit_checks_its_parameters_before_the_data(cls):
         ("PrivateIRLS", {"y_bound": None}, "y_bound"),
         ("GaussianFM", {"delta": 0.0}, "delta"),
         ("NoisyGD", {"data_size": None}, "data_size"),
-        ("NoisyGD", {"sampling_rate": 0.1}, "safe_noise"),
+        ("NoisyGD", {"sampling_rate": 0.1, "adjacency": "replace_one"}, "add_remove"),
         ("NoisyGD", {"learning_rate": 10.0, "alpha": 1.0}, "alpha"),
         ("ObjectivePerturbation", {"x_l1_bound": 2.0}, "x_l1_bound"),
         ("ObjectivePerturbation", {"data_size": None}, "data_size"),

@@ -20,11 +20,13 @@ from dpledger.accountant.pld._discretise import _TAIL, _check_grid, _Discrete
 from dpledger.accountant.pld._transform import (
     _TOTAL_ERROR,
     _UNIT,
+    _accurate_power,
     _centre,
     _direct_frequencies,
-    _direct_transform,
+    _direct_transform_w,
     _fft_error,
     _mass_total,
+    _power_rho,
     _transform_error,
 )
 from dpledger.errors import NotApplicableError
@@ -46,16 +48,19 @@ _WINDOW_TAIL = 1e-20  # default finite mass allowed outside the FFT window on ei
 
 
 def _log_mgfs(d: _Discrete, h: float, lambdas: np.ndarray) -> np.ndarray:
-    """Log Σ mᵢ e^{λℓᵢ} of the finite (unnormalised) part, for each λ."""
-    losses = (d.start + np.arange(len(d.masses))) * h
+    """Log Σ mᵢ e^{λℓᵢ} of the finite (unnormalised) part, for each λ.
+
+    No BLAS call: a multi-threaded BLAS product here (OpenBLAS threads products of this
+    size) made a cold DP-SGD query 4x slower on a loaded machine (spinning threads); the
+    products below are ``np.einsum``'s own loops, on the calling thread.
+    """
     positive = d.masses > 0
     if not np.any(positive):
         return np.full(len(lambdas), -np.inf)
-    support = losses[positive]
-    # log Σ m e^{λℓ} = shift + log Σ m e^{λℓ − shift}, shift = max λℓ (at an end of support)
-    shift = np.maximum(lambdas * support[0], lambdas * support[-1])
-    # only the positive range: no exponent below exceeds the shift by more than a block
     lo, hi = np.flatnonzero(positive)[[0, -1]]
+    # log Σ m e^{λℓ} = shift + log Σ m e^{λℓ − shift}, shift = max λℓ (at an end of support)
+    shift = np.maximum(lambdas * ((d.start + lo) * h), lambdas * ((d.start + hi) * h))
+    # only the positive range: no exponent below exceeds the shift by more than a block
     masses = d.masses[lo : hi + 1]
     # e^{λℓ} = e^{λ·(block start)}·e^{λ·(offset in block)}: 16 times fewer exponentials
     # (fewer per block where h·λ is large: e^{λ·h·(block − 1)} must stay finite)
@@ -65,7 +70,7 @@ def _log_mgfs(d: _Discrete, h: float, lambdas: np.ndarray) -> np.ndarray:
     padded[: len(masses)] = masses
     first = (d.start + lo + np.arange(0, size, block)) * h
     offsets = np.exp(np.outer(np.arange(block) * h, lambdas))  # (block, λ)
-    inner = padded.reshape(-1, block) @ offsets  # (blocks, λ)
+    inner = np.einsum("ib,bl->il", padded.reshape(-1, block), offsets)  # (blocks, λ)
     outer = np.exp(np.outer(first, lambdas) - shift)  # (blocks, λ)
     scaled = np.einsum("ij,ij->j", outer, inner)
     with np.errstate(divide="ignore"):
@@ -127,11 +132,18 @@ class _Composition:
         """
         block = _tail_block(len(masses))
         blocks = -(-len(masses) // block)
-        padded = np.zeros(blocks * block)
-        padded[: len(masses)] = masses
-        matrix = padded.reshape(blocks, block)
-        block_m = matrix.sum(axis=1)
-        block_v = matrix @ -np.expm1(-h * np.arange(block))
+        # full blocks as a view (no padded copy of the window), the last partial one apart
+        full = len(masses) // block
+        matrix = masses[: full * block].reshape(full, block)
+        spread = -np.expm1(-h * np.arange(block))
+        block_m = np.zeros(blocks)
+        block_v = np.zeros(blocks)
+        block_m[:full] = matrix.sum(axis=1)
+        block_v[:full] = np.einsum("ij,j->i", matrix, spread)
+        if full < blocks:
+            rest = masses[full * block :]
+            block_m[full] = float(np.sum(rest))
+            block_v[full] = float(np.einsum("i,i->", rest, spread[: len(rest)]))
         c = math.exp(-h * block)
         one_minus_c = -math.expm1(-h * block)
         p_suffix = np.append(np.cumsum(block_m[::-1])[::-1], 0.0)
@@ -175,7 +187,7 @@ class _Composition:
         p_suffix, x_suffix, y_suffix = (float(v) for v in self.suffix[:, b + 1])
         a = (end - j) * h
         total = float(np.sum(part)) + p_suffix
-        spread_sum = float(np.dot(part, spread)) + (
+        spread_sum = float(np.einsum("i,i->", part, spread)) + (
             -math.expm1(-a) * p_suffix + math.exp(-a) * (x_suffix + y_suffix)
         )
         gap = epsilon - (self.start + j) * h  # < 0 (in (−h, 0) inside the window)
@@ -413,24 +425,42 @@ def _compose(
     # the frequencies that carry the composition — whose transform error the count
     # amplifies — recomputed directly, ~100x more accurately than the FFT's bound
     direct = _direct_frequencies(log_magnitude, keep)
-    if direct.size:
-        for (d, _), centre, (z, _, total, _, bound) in zip(
-            spread_parts, centres, transforms, strict=True
-        ):
-            values, bounds = _direct_transform(d.masses, centre, size, direct, total)
-            better = bounds < bound[direct]  # else the FFT's value and bound stand
-            z[direct[better]], bound[direct[better]] = values[better], bounds[better]
+    kept = np.flatnonzero(keep)
     spectrum = np.zeros(size // 2 + 1, dtype=complex)
     spectrum[keep] = 1.0
-    for z, k, _, _, _ in transforms:
-        spectrum[keep] *= z[keep] ** k
+    powers = []
+    for (d, _), centre, (z, k, total, _, bound) in zip(
+        spread_parts, centres, transforms, strict=True
+    ):
+        if direct.size:
+            values, bounds, w = _direct_transform_w(d.masses, centre, size, direct, total)
+            better = bounds < bound[direct]  # else the FFT's value and bound stand
+            z[direct[better]], bound[direct[better]] = values[better], bounds[better]
+            chosen, w = direct[better], w[better]
+        else:
+            chosen, w = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=complex)
+        power = z[keep] ** k
+        # The carrying frequencies — the recomputed ones and j = 0 (z₀ = S, W₀ = 0) —
+        # raised from S and Ŵ apart where that is more accurate (_accurate_power): the
+        # power's own rounding, u·k·(2 + 2π) relative, was most of the rounding guard of
+        # a long composition (10⁵ DP-SGD steps: it alone asked for a tilted composition)
+        if keep[0]:
+            chosen, w = np.concatenate([[0], chosen]).astype(np.int64), np.concatenate([[0j], w])
+        raised, rho = _accurate_power(total, w, k)
+        with np.errstate(divide="ignore"):
+            plain = _power_rho(np.log(np.abs(z[chosen]) + bound[chosen]), k)
+        use = rho < plain
+        power[np.searchsorted(kept, chosen[use])] = raised[use]
+        accurate = (chosen[use], rho[use])
+        powers.append(accurate)
+        spectrum[keep] *= power
     # buffer index b holds absolute grid index b + offset (mod size)
     offset = sum(k * (d.start + c) for (d, k), c in zip(spread_parts, centres, strict=True))
     cyclic = sp_fft.irfft(spectrum, n=size, workers=workers)
     # A bound on the rounding error, not an estimate: the observed noise floor (the most
     # negative output) missed errors that look like mass — a perturbation of the
     # low frequencies, 4e-7 of δ for 32 Gaussians at δ = 1e-9 (issue 15)
-    errors = _transform_error(transforms, spectrum, keep, size)
+    errors = _transform_error(transforms, spectrum, keep, size, powers)
     # keep [start, last] only: above `last` lies either no mass (the support ends there)
     # or mass that `upper` bounds, plus mass from below `start` wrapped around, whose
     # losses are below the window (δ̄ adds `lower` for ε there, δ̲ ignores it)
@@ -513,23 +543,46 @@ class _Moments:
     m4: float
     log_mgf_up: np.ndarray  # log Σ m e^{λℓ} at λ = _LAMBDAS
     log_mgf_down: np.ndarray  # … at −_LAMBDAS
-    log_mgf_tilts: np.ndarray  # … at _TILT_GRID
+    _owner: weakref.ref[_Discrete] = field(repr=False, compare=False)
+    _h: float = field(repr=False, compare=False, default=0.0)
+    _tilts: list[np.ndarray] = field(repr=False, compare=False, default_factory=list)
+
+    @property
+    def log_mgf_tilts(self) -> np.ndarray:
+        """The log Σ m e^{λℓ} at λ = :data:`_TILT_GRID`, computed on first use.
+
+        Only the saddle-point searches (tilts, the heavy-tail scale) read it; a plain
+        DP-SGD query never does, and computing it with the others was 60 % of the cost
+        of :func:`_moments` (61 of 97 exponents per block).
+        """
+        if not self._tilts:
+            d = self._owner()
+            if d is None:  # pragma: no cover (the caller holds the grid it asks about)
+                raise RuntimeError("the grid PLD of these moments is gone")
+            self._tilts.append(_log_mgfs(d, self._h, _TILT_GRID))
+        return self._tilts[0]
 
 
 def _tilted_moments(d: _Discrete, h: float, tilt: float) -> tuple[float, float]:
     """Central moments 2 and 4 of the loss of ``d`` under P tilted by e^{λℓ}."""
     losses = (d.start + np.arange(len(d.masses))) * h
-    with np.errstate(divide="ignore"):
-        logs = np.log(d.masses) + tilt * losses
-    if not np.any(np.isfinite(logs)):
-        return (0.0, 0.0)
-    weights = np.exp(logs - np.max(logs))
+    if tilt == 0.0:
+        weights = d.masses  # untilted: the masses themselves (no log and exp round trip)
+        if not np.any(weights > 0):
+            return (0.0, 0.0)
+    else:
+        with np.errstate(divide="ignore"):
+            logs = np.log(d.masses) + tilt * losses
+        if not np.any(np.isfinite(logs)):
+            return (0.0, 0.0)
+        weights = np.exp(logs - np.max(logs))
     total = float(np.sum(weights))
-    mean = float(np.dot(weights, losses)) / total
+    # np.einsum, not np.dot: no (multi-threaded) BLAS call, see _log_mgfs
+    mean = float(np.einsum("i,i->", weights, losses)) / total
     centred = (losses - mean) ** 2
     return (
-        float(np.dot(weights, centred)) / total,
-        float(np.dot(weights, centred * centred)) / total,
+        float(np.einsum("i,i->", weights, centred)) / total,
+        float(np.einsum("i,i,i->", weights, centred, centred)) / total,
     )
 
 
@@ -547,13 +600,14 @@ def _moments(d: _Discrete, h: float) -> _Moments:
     if hit is not None and hit[0]() is d:
         return hit[1]
     m2, m4 = _tilted_moments(d, h, 0.0)
-    # one pass for the three sets of λ
-    logs = _log_mgfs(d, h, np.concatenate([_LAMBDAS, -_LAMBDAS, _TILT_GRID]))
+    # one pass for both signs of λ
+    logs = _log_mgfs(d, h, np.concatenate([_LAMBDAS, -_LAMBDAS]))
     count = len(_LAMBDAS)
-    value = _Moments(m2, m4, logs[:count], logs[count : 2 * count], logs[2 * count :])
+    ref = weakref.ref(d)
+    value = _Moments(m2, m4, logs[:count], logs[count:], ref, h)
     if len(_MOMENTS) > 1024:
         _MOMENTS.clear()
-    _MOMENTS[key] = (weakref.ref(d), value)
+    _MOMENTS[key] = (ref, value)
     return value
 
 

@@ -10,6 +10,7 @@ bounds. See :mod:`dpledger.accountant.pld`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -73,6 +74,42 @@ def _check_grid(points: float, top_loss: float, what: str) -> None:
         )
 
 
+def _first_beyond(holds: Callable[[np.ndarray], np.ndarray], a: float, b: float, h: float) -> float:
+    """A point within h/4 above the threshold of a monotone test, on its ``False`` side.
+
+    ``holds`` is True on [a, t*) and False from t* on (for the arrays it is given), with
+    ``holds(a)`` True and ``holds(b)`` False. Returns a point c with ``holds(c)`` False
+    and ``holds`` True somewhere within h/4 below c: a 64-ary search, each round one
+    vectorised evaluation at 63 interior points (a bisection took ~40 scalar calls of a
+    subsampled pair's tail, 1.5 ms per grid: a tenth of a cold DP-SGD query).
+    """
+    for _ in range(40):
+        if b - a <= h / 4:
+            break
+        points = np.linspace(a, b, 65)[1:-1]
+        inside = np.asarray(holds(points), dtype=bool)
+        first = int(np.argmin(inside)) if not inside.all() else len(points)
+        if first < len(points):
+            b = float(points[first])
+        if first > 0:
+            a = float(points[first - 1])
+    return b
+
+
+def _first_doubling(holds: Callable[[np.ndarray], np.ndarray]) -> float:
+    """The first of 1, 2, 4, … at which the monotone test ``holds`` is False.
+
+    Eight doublings per vectorised evaluation; beyond 2^95 (far past :data:`MAX_LOSS`,
+    which the caller then refuses) the last point is returned.
+    """
+    for start in range(0, 96, 8):
+        points = 2.0 ** np.arange(start, start + 8)
+        inside = np.asarray(holds(points), dtype=bool)
+        if not inside.all():
+            return float(points[int(np.argmin(inside))])
+    return 2.0**95
+
+
 def _grid_range(pair: Pair, h: float, tail: float = _TAIL) -> tuple[int, int]:
     """Grid indices covering the losses of ``pair``.
 
@@ -83,34 +120,15 @@ def _grid_range(pair: Pair, h: float, tail: float = _TAIL) -> tuple[int, int]:
     """
     lo, hi = pair.support
     if math.isinf(hi):
-        # smallest t with P(L ≥ t) ≤ tail (bisection on a doubling bracket)
-        t = 1.0
-        while float(pair.p_at_least(np.array([t]))[0]) > tail:
-            t *= 2
-        a, b = -t if t <= 1 else t / 2, t
-        for _ in range(80):  # to a quarter step: b stays on the side of the tail bound
-            if b - a <= h / 4:
-                break
-            m = (a + b) / 2
-            if float(pair.p_at_least(np.array([m]))[0]) > tail:
-                a = m
-            else:
-                b = m
-        hi = b
+        # smallest t with P(L ≥ t) ≤ tail, to a quarter step on the side of the tail bound
+        t = _first_doubling(lambda x: np.asarray(pair.p_at_least(x)) > tail)
+        a = -t if t <= 1 else t / 2
+        hi = _first_beyond(lambda x: np.asarray(pair.p_at_least(x)) > tail, a, t, h)
     if math.isinf(lo):
-        t = -1.0
-        while 1.0 - float(pair.p_at_least(np.array([t]))[0]) > _TAIL:
-            t *= 2
-        a, b = t, t / 2 if t < -1 else 1.0
-        for _ in range(80):
-            if b - a <= h / 4:
-                break
-            m = (a + b) / 2
-            if 1.0 - float(pair.p_at_least(np.array([m]))[0]) > _TAIL:
-                b = m
-            else:
-                a = m
-        lo = a
+        t = -_first_doubling(lambda x: 1.0 - np.asarray(pair.p_at_least(-x)) > _TAIL)
+        b = t / 2 if t < -1 else 1.0
+        # the largest t with P(L < t) ≤ _TAIL: search on the reflected axis
+        lo = -_first_beyond(lambda x: 1.0 - np.asarray(pair.p_at_least(-x)) > _TAIL, -b, -t, h)
     _check_grid((hi - lo) / h + 3, max(abs(lo), abs(hi)), f"one release ({type(pair).__name__})")
     return math.floor(lo / h) - 1, math.ceil(hi / h) + 1
 
@@ -149,7 +167,7 @@ def _monotone_nodes(shape: MonotoneLoss, j0: int, j1: int, h: float) -> _Nodes:
     half = (right - left) / 2
     mid = (left + right) / 2
     x = mid[:, None] + half[:, None] * _GL_NODES
-    w = shape.q_density(x) * (half[:, None] * _GL_WEIGHTS)
+    w = np.multiply(shape.q_density(x), half[:, None] * _GL_WEIGHTS)
     if shape.increasing:
         cell = np.searchsorted(edges, mid, side="right") - 1
     else:  # edges reversed: position p in the reversed array is cell n − 1 − p

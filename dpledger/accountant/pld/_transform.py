@@ -136,6 +136,14 @@ def _reduced_angles(products: np.ndarray, size: int) -> np.ndarray:
 def _direct_transform(
     masses: np.ndarray, centre: int, size: int, freqs: np.ndarray, total: float
 ) -> tuple[np.ndarray, np.ndarray]:
+    """zⱼ at ``freqs`` with a bound on each error: :func:`_direct_transform_w` without W."""
+    values, bounds, _ = _direct_transform_w(masses, centre, size, freqs, total)
+    return values, bounds
+
+
+def _direct_transform_w(
+    masses: np.ndarray, centre: int, size: int, freqs: np.ndarray, total: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """zⱼ = Σₙ mₙ e^{−iφₙ}, φₙ = 2πj(n − c)/N, at ``freqs``, each with a bound on its error.
 
     zⱼ = S − Wⱼ with Wⱼ = Σₙ mₙ(1 − e^{−iφₙ}), computed without cancellation: with n − c =
@@ -155,12 +163,17 @@ def _direct_transform(
     1.00001u·S of Σm. So |ẑ − z| ≤ 1.01·(u·|Re ẑ| + u·S + (150 + 2.02(L + 2))u·ΣT_b). For the
     low frequencies of a concentrated PLD, ΣT_b ≈ Σm|φ| ≪ S: the bound is ≈ 2u·S, where
     the FFT's is γ_F·S ≈ 250u·S. A test compares with 50-digit sums.
+
+    Also returns the computed Ŵⱼ themselves (ẑ = S − Ŵ, rounded): S − Ŵ, unrounded, is
+    within the same bound of zⱼ (the bound's u·|Re ẑ| is the rounding of that
+    subtraction), and :func:`_accurate_power` raises it to a power from S and Ŵ apart.
     """
     positive = np.flatnonzero(masses > 0)
     values = np.full(len(freqs), complex(total))
     bounds = np.full(len(freqs), _UNIT * total)
+    w_values = np.zeros(len(freqs), dtype=complex)
     if positive.size == 0 or len(freqs) == 0:
-        return values, bounds
+        return values, bounds, w_values
     lo, hi = int(positive[0]), int(positive[-1])
     first = lo - centre  # relative index of the first mass
     block0 = first // _BLOCK
@@ -181,7 +194,10 @@ def _direct_transform(
         alpha = _reduced_angles(js * starts, size)  # (J, blocks)
         beta = _reduced_angles(js * np.arange(_BLOCK, dtype=np.int64), size)  # (J, B)
         half_beta = np.sin(beta * 0.5)
-        inner = mat @ np.concatenate([2.0 * half_beta * half_beta, np.sin(beta), np.abs(beta)]).T
+        # np.einsum, not ``@``: no multi-threaded BLAS call (see _composition._log_mgfs);
+        # any order of the B products per block is covered by the bound below
+        trig = np.concatenate([2.0 * half_beta * half_beta, np.sin(beta), np.abs(beta)])
+        inner = np.einsum("bt,jt->bj", mat, trig)
         re_v, im_v, spread_v = (
             inner[:, :count].T,
             inner[:, count : 2 * count].T,
@@ -199,10 +215,81 @@ def _direct_transform(
         ).sum(axis=1) * (1.0 + 1e-6)  # ≥ ΣT_b (non-negative terms, summed within a relative nu)
         real = total - re_w
         values[at : at + count] = real - 1j * im_w
+        w_values[at : at + count] = re_w + 1j * im_w
         bounds[at : at + count] = 1.01 * (
             _UNIT * (np.abs(real) + total) + (150 + 2.02 * (levels + 2)) * _UNIT * magnitude
         )
-    return values, bounds
+    return values, bounds, w_values
+
+
+def _power_rho(log_a: np.ndarray, k: int) -> np.ndarray:
+    """ρ: the relative error of a power ẑᵏ computed by NumPy (``z ** k``), |ẑ| ≤ a.
+
+    Binary powering or exp(k·log ẑ): u·(k·(2 + 2|log a| + 2π) + 4) (see
+    :func:`_transform_error`). Grows with k: for k = 10⁵ it is 9e-11, and summed over the
+    frequencies of a long composition it was most of the rounding guard.
+    """
+    return np.asarray(_UNIT * (k * (2 + 2 * np.abs(log_a) + 2 * math.pi) + 4))
+
+
+def _accurate_power(total: float, w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(S − W)ᵏ for floats S > 0 and complex Ŵ, each with a bound ρ' on its relative error.
+
+    Computed as exp(k·(log S + log(1 − ω))), ω = W/S, with log(1 − ω) from the small
+    quantity ω itself: Re = ½·log1p(x), x = ω_r(ω_r − 2) + ω_i² = |1 − ω|² − 1, and
+    Im = atan2(−ω_i, 1 − ω_r). NumPy's ``z ** k`` of the rounded z = S − W instead loses
+    about u·k·(2 + 2π) relative (the logarithm of a z near 1 carries an *absolute* error
+    of u, which the power multiplies by k); here the errors are relative to ω, and k·|ω|
+    is what the composition keeps (k·|log(1 − ω)| ≲ 70 at a kept frequency).
+
+    Error, to first order (every operation correctly rounded to within u, except log1p,
+    log, atan2, exp, cos and sin, within 2 ulp), with α, β the computed ω_r, ω_i (each
+    within u relative), r² = 1 + x the computed |1 − ω|²:
+
+    * x: |Δx| ≤ E = u·(|α|(8 + 5|α|) + 4β²) (α's error through α(α − 2), the roundings
+      of α − 2, of the two products and of the sum);
+    * Re log: ½|Δx|/(1 + x − E) + 2u·|Re| (log1p's slope 1/(1 + x));
+    * Im log: (|1 − α|·u|β| + |β|·u(|α| + |1 − α|))/(r² − E) + 2u·|Im| (atan2's
+      partial derivatives are bounded by |x|/r², |y|/r²);
+    * log S: 2u·|log S|;
+    * y = k·(log S + Re) and θ = k·Im, rounded: + 2u·|y| and + u·|θ|;
+    * exp(y)·(cos θ + i sin θ): + 8u relative (exp, cos, sin and the two products).
+
+    ρ' = 1.01·(k·(e_Re + e_logS + e_Im) + 2u|y| + u|θ| + 8u) (the 1 % covers the second
+    order while ρ' ≤ 1e-3). Only used where ω is not large (|1 − ω|² > ½), ρ' < 1e-3 and
+    y > −600 (no underflow, where a relative bound fails); elsewhere ρ' is +∞ (the caller
+    keeps NumPy's power). ``tests/accountant/test_pld.py``
+    compares with 50-digit powers.
+    """
+    u = _UNIT
+    if not (total > 0 and math.isfinite(total)) or len(w) == 0:
+        return np.full(len(w), np.nan + 0j), np.full(len(w), np.inf)
+    alpha = w.real / total
+    beta = w.imag / total
+    x = alpha * (alpha - 2.0) + beta * beta
+    e_x = u * (np.abs(alpha) * (8.0 + 5.0 * np.abs(alpha)) + 4.0 * beta * beta)
+    ok = (x > -0.5) & (e_x < 0.25)
+    one_minus = 1.0 - alpha
+    with np.errstate(invalid="ignore", divide="ignore"):
+        re = 0.5 * np.log1p(x)
+        im = np.arctan2(-beta, one_minus)
+        r2 = np.where(ok, 1.0 + x - e_x, 1.0)
+        e_re = 0.5 * e_x / r2 + 2 * u * np.abs(re)
+        e_im = (
+            np.abs(one_minus) * u * np.abs(beta)
+            + np.abs(beta) * u * (np.abs(alpha) + np.abs(one_minus))
+        ) / r2 + 2 * u * np.abs(im)
+        log_s = math.log(total)
+        y = k * (log_s + re)
+        theta = k * im
+        rho = 1.01 * (
+            k * (e_re + 2 * u * abs(log_s) + e_im) + 2 * u * np.abs(y) + u * np.abs(theta) + 8 * u
+        )
+        values = np.exp(y) * (np.cos(theta) + 1j * np.sin(theta))
+    # y < −600: the power may underflow, where no relative bound holds (and a kept
+    # frequency is above e^-70 anyway)
+    rho = np.where(ok & (rho < 1e-3) & np.isfinite(rho) & (y > -600.0), rho, np.inf)
+    return values, rho
 
 
 def _transform_error(
@@ -210,6 +297,7 @@ def _transform_error(
     spectrum: np.ndarray,
     keep: np.ndarray,
     size: int,
+    powers: list[tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> tuple[float, float]:
     """Bounds (‖e‖_∞, ‖e‖₂) on the error of the computed composition.
 
@@ -222,8 +310,13 @@ def _transform_error(
       (:func:`_mass_total`), the bound of :func:`_direct_transform` where recomputed; and
       ‖ẑ − z‖₂ ≤ (γ_F²·N·‖x‖₂² + Σ_direct cⱼ²)^½; aⱼ = |ẑⱼ| + cⱼ bounds |zⱼ| and |ẑⱼ|;
     * the power: |zᵏ − ẑᵏ| ≤ k·|ẑ − z|·a^{k−1}, and the computed power (binary powering, or
-      exp(k·log ẑ)) is within ρ = u·(k·(2 + 2|log a| + 2π) + 4) of ẑᵏ, relative; Aⱼ =
-      a^k(1 + ρ) bounds both;
+      exp(k·log ẑ)) is within ρ = u·(k·(2 + 2|log a| + 2π) + 4) of ẑᵏ, relative
+      (:func:`_power_rho`); Aⱼ = a^k(1 + ρ) bounds both. ``powers`` (per part: frequencies
+      and their ρ') names the frequencies whose power was computed instead from S and Ŵ
+      (:func:`_accurate_power`, of the base S − Ŵ, also within cⱼ of zⱼ and at most aⱼ in
+      modulus): there ρ' replaces ρ — ~1000x smaller for k = 10⁵, which made the rounding
+      guard of 10⁵ DP-SGD steps 5x smaller (below the level that asks for a tilted
+      composition, :func:`._composition._guard_matters`);
     * the product of D parts: |ŝⱼ − sⱼ| ≤ Σ_d |ẑ_d − z_d|ⱼ·G_dⱼ + Hⱼ with G_d = k_d·a_d^{k_d−1}
       ·Π_{e≠d} A_e and H = ΠA·(Σρ + 3uD); a dropped frequency has |sⱼ| ≤ ΠA;
     * Σⱼ|ẑ − z|ⱼG_dⱼ ≤ min(Σ c·G, ‖ẑ − z‖₂‖G‖₂), and ‖(ẑ − z)∘G‖₂ ≤ min(‖c∘G‖₂,
@@ -246,10 +339,11 @@ def _transform_error(
     floor = size * math.exp(-739.0) + 1e-300
     logs_a = [log_a[rows] for log_a in logs_a]
     kept = keep[rows]
-    rhos = [
-        _UNIT * (k * (2 + 2 * np.abs(log_a) + 2 * math.pi) + 4)
-        for (_, k, _, _, _), log_a in zip(transforms, logs_a, strict=True)
-    ]
+    rhos = [_power_rho(log_a, k) for (_, k, _, _, _), log_a in zip(transforms, logs_a, strict=True)]
+    for rho, (indices, better) in zip(rhos, powers or [], strict=False):
+        if indices.size:
+            at = np.searchsorted(rows, indices)  # every such frequency is kept, so in rows
+            rho[at] = better
     logs_big_a = [
         k * log_a + np.log1p(rho)
         for (_, k, _, _, _), log_a, rho in zip(transforms, logs_a, rhos, strict=True)
