@@ -117,7 +117,23 @@ def scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
     # unit: onto the sphere; else clipped to x_bound, scaled
     factor = inverse if unit else np.where(positive, np.minimum(1.0 / x_bound, inverse), 0.0)
     Xs: np.ndarray = np.multiply(X, factor[:, None], order="C", dtype=float)  # C order
-    enforce_unit_norm(Xs)
+    if unit:
+        enforce_unit_norm(Xs)  # every row on the sphere: each is re-checked
+        return Xs
+    # a row whose computed norm is ≤ x_bound·(1 − 4(d + 2)u) was only multiplied by
+    # fl(1/x_bound): its exact norm is ≤ x_bound(1 − 4(d + 2)u)(1 + u)(1 + (d + 2)u) (the
+    # threshold's and the norm's rounding), and each entry of the product is within
+    # (1 + u)² of x/x_bound (the reciprocal's and the product's rounding), so its exact new
+    # norm is ≤ (1 − 4(d + 2)u)(1 + u)³(1 + (d + 2)u) ≈ 1 − 3(d + 2)u + 3u < 1: inside
+    # without a re-check. The others (near or over the bound, or non-finite norms) are
+    # re-checked as before.
+    d = X.shape[1]
+    inside = sizes <= x_bound * (1.0 - 4.0 * (d + 2) * 2.0**-53)
+    near = np.flatnonzero(~inside)
+    if near.size:
+        part = np.ascontiguousarray(Xs[near])
+        enforce_unit_norm(part)
+        Xs[near] = part
     return Xs
 
 

@@ -384,3 +384,24 @@ def test_unit_rows_from_subnormal_entries_are_unit_rows():
         )
         model.fit(X, y)
         assert np.all(np.isfinite(model.coef_))
+
+
+def test_scaled_rows_are_inside_the_unit_ball_exactly_without_a_recheck_inside():
+    """scale_rows re-checks only the rows near or over the bound (issue 33, speed): every
+    row's *exact* norm after scaling is still ≤ 1 (rational arithmetic), rows far inside
+    are exactly x/x_bound, and rows at the bound's edge are re-checked."""
+    from fractions import Fraction
+
+    from dpledger.algorithms._rows import scale_rows as _scale_rows
+
+    rng = np.random.default_rng(7)
+    d = 6
+    directions = rng.normal(size=(400, d))
+    directions /= np.linalg.norm(directions, axis=1)[:, None]
+    radii = np.concatenate([rng.uniform(0, 3.0, 200), 3.0 * (1 + rng.uniform(-1e-15, 1e-15, 200))])
+    rows = directions * radii[:, None]
+    scaled = _scale_rows(np.ascontiguousarray(rows), 3.0, unit=False)
+    for row in scaled:
+        assert sum(Fraction(float(v)) ** 2 for v in row) <= 1
+    far = radii < 2.9
+    np.testing.assert_array_equal(scaled[far], rows[far] * (1.0 / 3.0))
