@@ -71,6 +71,9 @@ def shrink_rows(X: np.ndarray, bound: float, norm: str) -> None:
     over = np.flatnonzero((sizes > target) | huge)
     if over.size == 0:
         return
+    if over.size == len(X):  # every row (data on the sphere): in place, no gather
+        _shrink_all(X, sizes, target, norm, d)
+        return
     part = X[over]
     part *= (target / np.where(sizes[over] > 0, sizes[over], 1.0))[:, None]
     # rounding may leave a scaled row a hair above the target: shrink it by a margin of
@@ -84,6 +87,20 @@ def shrink_rows(X: np.ndarray, bound: float, norm: str) -> None:
             X[over] = part
             return
         part[still] *= (target / after[still] * (1.0 - margin))[:, None]
+        margin = min(2.0 * margin, 0.5)
+    raise InvalidArgumentError("internal error: a clipped row stayed outside `x_bound`.")
+
+
+def _shrink_all(X: np.ndarray, sizes: np.ndarray, target: float, norm: str, d: int) -> None:
+    """:func:`shrink_rows` where every row is over: the same steps, in place."""
+    X *= (target / np.where(sizes > 0, sizes, 1.0))[:, None]
+    margin = 2.0 * (d + 2) * 2.0**-53
+    for _ in range(60):
+        after = norms(X, norm)
+        still = np.flatnonzero(after > target)
+        if still.size == 0:
+            return
+        X[still] *= (target / after[still] * (1.0 - margin))[:, None]
         margin = min(2.0 * margin, 0.5)
     raise InvalidArgumentError("internal error: a clipped row stayed outside `x_bound`.")
 
@@ -130,7 +147,9 @@ def scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
     d = X.shape[1]
     inside = sizes <= x_bound * (1.0 - 4.0 * (d + 2) * 2.0**-53)
     near = np.flatnonzero(~inside)
-    if near.size:
+    if near.size * 4 > len(Xs):
+        enforce_unit_norm(Xs)  # most rows near the bound: in place, no gather
+    elif near.size:
         part = np.ascontiguousarray(Xs[near])
         enforce_unit_norm(part)
         Xs[near] = part

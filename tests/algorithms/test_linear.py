@@ -405,3 +405,16 @@ def test_scaled_rows_are_inside_the_unit_ball_exactly_without_a_recheck_inside()
         assert sum(Fraction(float(v)) ** 2 for v in row) <= 1
     far = radii < 2.9
     np.testing.assert_array_equal(scaled[far], rows[far] * (1.0 / 3.0))
+
+
+def test_rows_all_on_the_bound_are_shrunk_in_place_exactly_inside():
+    from fractions import Fraction
+
+    from dpledger.algorithms._rows import scale_rows as _scale_rows
+
+    rows = np.random.default_rng(8).normal(size=(300, 5))
+    rows /= np.linalg.norm(rows, axis=1)[:, None]  # every row at norm 1 (computed)
+    scaled = _scale_rows(np.ascontiguousarray(rows), 1.0, unit=False)
+    for row in scaled:
+        assert sum(Fraction(float(v)) ** 2 for v in row) <= 1
+    np.testing.assert_allclose(scaled, rows, rtol=1e-14)
