@@ -235,3 +235,18 @@ def test_readme_main_job_output_is_current(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     assert main(["audit", "examples/audits/dpsgd.toml"]) == 0
     assert capsys.readouterr().out == shown.group(1)
+
+
+def test_readme_speed_claims_are_the_recorded_benchmark_table():
+    """Every speed-up the README states for the accountant is in docs/accounting.md's
+    `--table speed` record (the benchmark's printed table, with machine, rounds, spread and
+    load), so the two cannot drift apart."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    claim = readme.split("tight numerical privacy loss", 1)[1].split("docs/accounting.md", 1)[0]
+    claimed = set(re.findall(r"(\d+(?:\.\d+)?)×", claim))
+    assert claimed, "the README's speed sentence moved: update this test"
+    record = (ROOT / "docs" / "accounting.md").read_text(encoding="utf-8")
+    table = record.split("`--table speed` is the measurement", 1)[1].split("\n\n(b)", 1)[0]
+    recorded = set(re.findall(r"(\d+(?:\.\d+)?)×", table))
+    missing = claimed - recorded
+    assert not missing, f"README speed-ups not in the recorded table: {sorted(missing)}"

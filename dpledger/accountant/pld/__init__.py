@@ -29,6 +29,15 @@ moment generating function of the discrete PLDs: the mass beyond its top is boun
 below its bottom is bounded and subtracted from δ̲. Mass at +∞ (δ of (ε, δ) releases,
 truncated tails of single releases) composes as 1 − Π(1 − mᵢ)^{kᵢ}.
 
+A long composition is *band-limited*: only the frequencies below a few dozen carry it
+(10⁵ DP-SGD steps: ~40 of 320,001), and both transforms of the whole window did little
+else than compute them. There (:func:`._spectral._band_spectrum`), every frequency's
+modulus is bounded from two transforms of twice a release's length (Taylor's theorem
+between their samples), those above e^-70 are computed directly, the rest counted in
+full in the error bound, and δ̄, δ̲ are summed from the kept frequencies in closed form
+with their own rounding bound (:class:`._composition._SpectralComposition`): a cold ε of
+10⁵ steps took 0.040 s, now 0.018 s (``benchmarks/accounting.py --table speed``).
+
 Poisson subsampling is accounted in **both** directions (remove: ((1−γ)B + γA ‖ B); add:
 (B ‖ (1−γ)B + γA)); each direction is composed separately and the larger δ is reported —
 taking only one under-reports ε. Events not supported here (sampling without replacement,
@@ -64,7 +73,8 @@ computed only when a tilt is chosen, and each release's grid range found by a ve
 The package is laid out by layer: :mod:`._pairs_table` (each event type's dominating or
 attained pairs), :mod:`._discretise` (pairs onto the loss grid), :mod:`._composition`
 (the FFT composition, its rounding guard, tilting and window sizing), :mod:`._transform`
-(the bound on the transform's rounding error), :mod:`._accountant`
+(the bound on the transform's rounding error), :mod:`._spectral` (band-limited
+compositions: frequency bounds and closed-form sums), :mod:`._accountant`
 (the summary and accountant, the only layer that uses threads) and :mod:`._threads`
 (the process-wide pool and :func:`set_threads`). Everything is importable from here.
 """

@@ -668,7 +668,7 @@ class PLDSummary(Summary):
         def above(eps: float) -> bool:
             return max(c.delta(eps, "lower") for c in directions) > delta
 
-        top = max((c.start + len(c.masses)) * c.h for c in directions)
+        top = max((c.start + c.length) * c.h for c in directions)
         if start <= 0.0 and not above(0.0):
             return 0.0
         if above(top):
@@ -685,7 +685,7 @@ class PLDSummary(Summary):
 
         if excess(0.0) <= 0:
             return 0.0
-        top = max((c.start + len(c.masses)) * c.h for c in directions)
+        top = max((c.start + c.length) * c.h for c in directions)
         if excess(top) > 0:
             return math.inf  # only the mass at +∞ (or the tail bound) exceeds δ
         try:

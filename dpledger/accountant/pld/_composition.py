@@ -3,6 +3,8 @@
 The window is sized by Chernoff bounds (:func:`_compose`); the transform's rounding
 error is bounded (:func:`._transform._transform_error`) and charged to both ends
 (:meth:`_Composition.rounding_guard`); tilting (:func:`_tilted`) keeps small δ accurate.
+A band-limited composition is kept as its few frequencies instead, without any
+transform of the window (:class:`_SpectralComposition`, :mod:`._spectral`).
 See :mod:`dpledger.accountant.pld`.
 """
 
@@ -17,6 +19,11 @@ import numpy as np
 
 from dpledger._numerics import round_up
 from dpledger.accountant.pld._discretise import _TAIL, _check_grid, _Discrete
+from dpledger.accountant.pld._spectral import (
+    _band_spectrum,
+    _geometric_sums,
+    _point_mass,
+)
 from dpledger.accountant.pld._transform import (
     _TOTAL_ERROR,
     _UNIT,
@@ -193,16 +200,35 @@ class _Composition:
         gap = epsilon - (self.start + j) * h  # < 0 (in (−h, 0) inside the window)
         return -math.expm1(gap) * total + math.exp(gap) * spread_sum, total
 
+    @property
+    def length(self) -> int:
+        """The number of window points."""
+        return len(self.masses)
+
     def delta(self, epsilon: float, kind: str) -> float:
         """δ̄(ε) (``kind="upper"``) or δ̲(ε) (``"lower"``)."""
         return self._delta(epsilon, kind)
+
+    def _evaluate(self, epsilon: float, j: int) -> tuple[float, float, float, float]:
+        """(body, P, m_{j−1}, guard) at ε, j = :meth:`_first_above` (ε) < :attr:`length`.
+
+        The body and P of :meth:`_body`, the mass just below j (0 at j = 0), and the
+        rounding guard (:meth:`rounding_guard`).
+        """
+        body, total = self._body(epsilon, j)
+        below = self._mass(j - 1) if j >= 1 else 0.0
+        return body, total, below, self.rounding_guard(epsilon)
+
+    def _mass(self, i: int) -> float:
+        """The composed mass at window index i."""
+        return float(self.masses[i])
 
     def _first_above(self, epsilon: float) -> int:
         """The first window index with loss > ε."""
         j = max(0, math.floor(epsilon / self.h) - self.start + 1)
         while j > 0 and (self.start + j - 1) * self.h > epsilon:
             j -= 1
-        while j < len(self.masses) and (self.start + j) * self.h <= epsilon:
+        while j < self.length and (self.start + j) * self.h <= epsilon:
             j += 1
         return j
 
@@ -214,7 +240,7 @@ class _Composition:
         geometric in i, so both sums have closed forms.
         """
         j = self._first_above(epsilon)
-        count = len(self.masses) - j
+        count = self.length - j
         if count <= 0:
             return 0.0
         if self.tilt == 0.0:
@@ -232,12 +258,12 @@ class _Composition:
 
     def _delta(self, epsilon: float, kind: str) -> float:
         j = self._first_above(epsilon)
-        n = len(self.masses)
+        n = self.length
         if j >= n:
             body = total = guard = 0.0
+            below = self._mass(n - 1) if n >= 1 else 0.0
         else:
-            guard = self.rounding_guard(epsilon)
-            body, total = self._body(epsilon, j)
+            body, total, below, guard = self._evaluate(epsilon, j)
         # The grid's losses are the real numbers (start + i)·h; their float values, and
         # ε − ℓ, err by at most η. Each weight 1 − e^{ε−ℓᵢ} then errs by at most η, and
         # the point below j (float loss ≤ ε) may really lie above ε, with weight ≤ η.
@@ -245,8 +271,7 @@ class _Composition:
         # last point alone carries δ (δ̄(30.0) was 0 for 300 randomized responses of 0.1
         # with five categories; the exact value is 6.6e-215).
         eta = 4 * _UNIT * (abs(epsilon) + (abs(self.start) + n) * self.h)
-        below = float(self.masses[j - 1]) if 1 <= j <= n else 0.0
-        guard += eta * (total + below)
+        guard += eta * (abs(total) + abs(below))
         # plus a relative margin for the relative error of the masses themselves
         # (quadrature, tilting and untilting, the sums above), which the transform's
         # error bound does not cover: see _mass_margin
@@ -264,6 +289,81 @@ class _Composition:
         # mass outside the window wraps into it (either side): none of it is certain
         value = self.infinite + body - self.lower_tail - self.upper_tail - guard
         return value if value > 0.0 else 0.0
+
+
+@dataclass(frozen=True)
+class _SpectralComposition(_Composition):
+    """A composition kept as its few kept frequencies, δ summed from them (:mod:`._spectral`).
+
+    ``masses`` is empty: the window's ``points`` masses are m̂ₜ = Re Σⱼ cⱼe^{iθⱼ(b + t)}
+    (``freqs`` j, ``coefficients`` cⱼ, b = ``first``, θⱼ = 2πj/``size``), times the untilting
+    factor fₜ = exp(log Z − λℓₜ) when tilted. ``error_max`` and ``error_l2`` bound m̂ − m
+    (:func:`_transform_error` without an inverse transform); :meth:`_evaluate` adds the
+    closed form's own rounding (:func:`._spectral._geometric_sums`) to the guard.
+    """
+
+    points: int = 0
+    size: int = 1
+    first: int = 0
+    freqs: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, dtype=np.int64))
+    coefficients: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, complex))
+
+    @property
+    def length(self) -> int:
+        """The number of window points."""
+        return self.points
+
+    def window_masses(self) -> np.ndarray:
+        """Every m̂ₜ·fₜ of the window, by an inverse transform (for tests and inspection)."""
+        from scipy import fft as sp_fft
+
+        spectrum = np.zeros(self.size // 2 + 1, dtype=complex)
+        spectrum[self.freqs] = self.coefficients * (self.size / 2)
+        spectrum[0] *= 2
+        if self.size % 2 == 0 and self.freqs.size and self.freqs[-1] == self.size // 2:
+            spectrum[-1] *= 2
+        cyclic = sp_fft.irfft(spectrum, n=self.size)
+        window = np.roll(cyclic, -self.first)[: self.points]
+        if self.tilt:
+            losses = (self.start + np.arange(self.points)) * self.h
+            with np.errstate(over="ignore"):
+                window = window * np.exp(self.log_z - self.tilt * losses)
+        return np.asarray(window)
+
+    def _factor(self, i: int) -> float:
+        """The untilting factor fᵢ (1 untilted; ∞ where it overflows)."""
+        if not self.tilt:
+            return 1.0
+        try:
+            return math.exp(self.log_z - self.tilt * (self.start + i) * self.h)
+        except OverflowError:
+            return math.inf
+
+    def _mass(self, i: int) -> float:
+        value = _point_mass(self.freqs, self.coefficients, self.size, self.first + i)
+        return value * self._factor(i)
+
+    def _evaluate(self, epsilon: float, j: int) -> tuple[float, float, float, float]:
+        """P = f_j·Σ_{u} m̂_{j+u}e^{−λhu}, E = f_j·Σ_{u} m̂_{j+u}e^{−(λ+1)hu}, body P − wE.
+
+        With w = e^{ε−ℓⱼ}, Σ_{t≥j} mₜ(1 − e^{ε−ℓₜ}) = P − w·E exactly. The guard: the
+        transform's (:meth:`rounding_guard`), the closed forms' rounding bounds b_P, b_E
+        (:func:`._spectral._geometric_sums`), and 2u(|P| + 2w|E|) for w and the
+        subtraction, all times f_j (whose own relative error, like the untilting of the
+        masses it replaces, is within :func:`_mass_margin`).
+        """
+        f = self._factor(j)
+        if not math.isfinite(f):
+            return 0.0, 0.0, 0.0, math.inf
+        rates = (-self.tilt * self.h, -(self.tilt + 1.0) * self.h)
+        (p, e), (b_p, b_e) = _geometric_sums(
+            self.freqs, self.coefficients, self.size, self.first + j, self.points - j, rates
+        )
+        w = math.exp(epsilon - (self.start + j) * self.h)
+        rounding = f * (b_p + w * b_e + 2 * _UNIT * (abs(p) + 2 * w * abs(e)))
+        below = self._mass(j - 1) if j >= 1 else 0.0
+        guard = self.rounding_guard(epsilon) + rounding * (1 + 1e-9)
+        return f * (p - w * e), f * p, below, guard
 
 
 def _tail_block(points: int) -> int:
@@ -393,16 +493,53 @@ def _compose(
     # to 2x more; the error bound covers radix 3 and 5, see _fft_error)
     size = max(2, sp_fft.next_fast_len(last - start + 1, real=True))
     _check_grid(size, 0.0, f"a composition of {sum(k for _, k in parts)} releases")
+    # each part is transformed about its own centre c (an integer index near its mean)
+    # and the composition shifted back by Σk(start + c) at the end — exactly, in index
+    # space — so that its low frequencies can be computed accurately
+    centres = [_centre(d.masses) for d, _ in spread_parts]
+    # buffer index b holds absolute grid index b + offset (mod size)
+    offset = sum(k * (d.start + c) for (d, k), c in zip(spread_parts, centres, strict=True))
+    count = sum(k for _, k in parts)
+    # finite mass above the window's last point and below its first (0 at the support)
+    upper = 0.0 if last >= top_index else float(np.exp(np.min(up - _LAMBDAS * last * h)))
+    lower = 0.0 if start <= bottom else float(np.exp(np.min(down + _LAMBDAS * start * h)))
+    band = _band_spectrum(spread_parts, centres, size)
+    if band is not None:
+        # a band-limited composition (10⁵ DP-SGD steps: 40 of 320,001 frequencies): no
+        # transform of the window at all, forward or inverse — its kept frequencies are
+        # computed directly, every other one bounded (_band_spectrum), and δ summed from
+        # the kept ones (_SpectralComposition)
+        freqs, spectrum, error_max, error_l2 = band
+        coefficients = spectrum * (2.0 / size)
+        ends = (freqs == 0) | (2 * freqs == size)  # the real inverse counts these once
+        coefficients[ends] = spectrum[ends].real / size
+        return _SpectralComposition(
+            start,
+            np.zeros(0),
+            infinite,
+            upper,
+            lower,
+            h,
+            error_max,
+            error_l2,
+            tilt,
+            log_z_total,
+            releases=count,
+            support_top=last >= top_index,
+            points=last - start + 1,
+            size=size,
+            first=(start - offset) % size,
+            freqs=freqs,
+            coefficients=coefficients,
+        )
     gamma = _fft_error(size)
     transforms = []
-    centres = []
-    log_magnitude = np.zeros(size // 2 + 1)
-    for d, k in spread_parts:
-        # each part is transformed about its own centre c (an integer index near its mean)
-        # and the composition shifted back by Σk(start + c) at the end — exactly, in
-        # index space — so that its low frequencies can be recomputed accurately below
-        centre = _centre(d.masses)
-        centres.append(centre)
+    magnitudes = []
+    # (half-spectrum arrays are allocated as few times as possible: on a loaded machine,
+    # touching fresh pages costs more than the arithmetic — 14 of 39 ms of a cold query
+    # of 10⁵ DP-SGD steps went to page faults before it took the band-limited path)
+    log_magnitude: np.ndarray | None = None
+    for (d, k), centre in zip(spread_parts, centres, strict=True):
         idx = (np.arange(len(d.masses)) - centre) % size
         buffer = np.bincount(idx, weights=d.masses, minlength=size)  # adds wrapped masses
         z = sp_fft.rfft(buffer, workers=workers)
@@ -412,8 +549,15 @@ def _compose(
         # exact ε at δ = 1e-15). Use an accurate sum (within 1.00001u of the exact one).
         total = _mass_total(d.masses)
         z[0] = total
+        magnitude = np.abs(z)
         with np.errstate(divide="ignore"):
-            log_magnitude += k * np.log(np.abs(z))
+            part_log = np.log(magnitude)
+        part_log *= k
+        if log_magnitude is None:
+            log_magnitude = part_log
+        else:
+            log_magnitude += part_log
+        magnitudes.append(magnitude)
         norm2 = float(np.sqrt(np.sum(d.masses * d.masses)))
         bound = np.full(size // 2 + 1, gamma * total)  # |ẑⱼ − zⱼ| (_transform_error)
         bound[0] = _TOTAL_ERROR * total
@@ -421,6 +565,7 @@ def _compose(
     # Frequencies whose composed magnitude is below e^-70 are set to zero instead of
     # raised to the power (most of them, for long compositions); the error bound counts
     # each of them in full.
+    assert log_magnitude is not None  # (spread_parts is never empty)
     keep = log_magnitude > -70.0
     # the frequencies that carry the composition — whose transform error the count
     # amplifies — recomputed directly, ~100x more accurately than the FFT's bound
@@ -429,13 +574,15 @@ def _compose(
     spectrum = np.zeros(size // 2 + 1, dtype=complex)
     spectrum[keep] = 1.0
     powers = []
-    for (d, _), centre, (z, k, total, _, bound) in zip(
-        spread_parts, centres, transforms, strict=True
+    logs_a = []
+    for (d, _), centre, (z, k, total, _, bound), magnitude in zip(
+        spread_parts, centres, transforms, magnitudes, strict=True
     ):
         if direct.size:
             values, bounds, w = _direct_transform_w(d.masses, centre, size, direct, total)
             better = bounds < bound[direct]  # else the FFT's value and bound stand
             z[direct[better]], bound[direct[better]] = values[better], bounds[better]
+            magnitude[direct[better]] = np.abs(values[better])
             chosen, w = direct[better], w[better]
         else:
             chosen, w = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=complex)
@@ -454,13 +601,15 @@ def _compose(
         accurate = (chosen[use], rho[use])
         powers.append(accurate)
         spectrum[keep] *= power
-    # buffer index b holds absolute grid index b + offset (mod size)
-    offset = sum(k * (d.start + c) for (d, k), c in zip(spread_parts, centres, strict=True))
+        # log aⱼ = log(|ẑⱼ| + cⱼ) for _transform_error, in the magnitudes' own array
+        magnitude += bound
+        with np.errstate(divide="ignore"):
+            logs_a.append(np.log(magnitude, out=magnitude))
     cyclic = sp_fft.irfft(spectrum, n=size, workers=workers)
     # A bound on the rounding error, not an estimate: the observed noise floor (the most
     # negative output) missed errors that look like mass — a perturbation of the
     # low frequencies, 4e-7 of δ for 32 Gaussians at δ = 1e-9 (issue 15)
-    errors = _transform_error(transforms, spectrum, keep, size, powers)
+    errors = _transform_error(transforms, spectrum, keep, size, powers, logs_a=logs_a)
     # keep [start, last] only: above `last` lies either no mass (the support ends there)
     # or mass that `upper` bounds, plus mass from below `start` wrapped around, whose
     # losses are below the window (δ̄ adds `lower` for ε there, δ̲ ignores it)
@@ -475,10 +624,6 @@ def _compose(
         with np.errstate(over="ignore"):
             factor = np.exp(log_z_total - tilt * losses)
         composed = composed * np.where(np.isfinite(factor), factor, 0.0)
-    # finite mass above the window's last point and below its first (0 at the support)
-    upper = 0.0 if last >= top_index else float(np.exp(np.min(up - _LAMBDAS * last * h)))
-    lower = 0.0 if start <= bottom else float(np.exp(np.min(down + _LAMBDAS * start * h)))
-    count = sum(k for _, k in parts)
     return _Composition.build(
         start,
         composed,

@@ -298,6 +298,8 @@ def _transform_error(
     keep: np.ndarray,
     size: int,
     powers: list[tuple[np.ndarray, np.ndarray]] | None = None,
+    *,
+    logs_a: list[np.ndarray] | None = None,
 ) -> tuple[float, float]:
     """Bounds (‖e‖_∞, ‖e‖₂) on the error of the computed composition.
 
@@ -325,16 +327,22 @@ def _transform_error(
       spectrum (Parseval), plus its own rounding γ_F·(2/N)Σ|ŝⱼ| and γ_F·(2/N)^½‖ŝ‖₂.
 
     The clipping of negative outputs to 0 only moves them towards the exact masses (≥ 0).
+
+    ``logs_a``: each part's log aⱼ = log(|ẑⱼ| + cⱼ), where
+    the caller has them (computed the same way).
     """
     gamma = _fft_error(size)
     parts = len(transforms)
-    logs_a = []
-    for z, _, _, _, bound in transforms:
-        with np.errstate(divide="ignore"):
-            logs_a.append(np.log(np.abs(z) + bound))
+    if logs_a is None:
+        logs_a = []
+        for z, _, _, _, bound in transforms:
+            with np.errstate(divide="ignore"):
+                logs_a.append(np.log(np.abs(z) + bound))
     # ΠA below e^-740 (most frequencies of a long composition) adds at most N·e^-740 in
     # all: the per-frequency terms are evaluated where ΠA may exceed that only
-    log_prod = sum(k * log_a for (_, k, _, _, _), log_a in zip(transforms, logs_a, strict=True))
+    log_prod = transforms[0][1] * logs_a[0]
+    for (_, k, _, _, _), log_a in zip(transforms[1:], logs_a[1:], strict=True):
+        log_prod += k * log_a
     rows = np.flatnonzero((log_prod > -739.0) | keep)
     floor = size * math.exp(-739.0) + 1e-300
     logs_a = [log_a[rows] for log_a in logs_a]
@@ -372,7 +380,8 @@ def _transform_error(
         l2_err += min(
             float(np.sqrt(np.sum((c * g) ** 2))), normwise * float(np.max(g, initial=0.0))
         )
-    magnitude = np.abs(spectrum)
+    # the inverse transform's own rounding (ŝ is zero where not kept)
+    magnitude = np.abs(spectrum[keep])
     own_max = gamma * 2 / size * float(np.sum(magnitude))
     own_l2 = gamma * math.sqrt(2 / size) * float(np.sqrt(np.sum(magnitude * magnitude)))
     error_max = 1.01 * (2 / size * sum_err + own_max) + 1e-300
