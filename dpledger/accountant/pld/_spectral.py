@@ -202,6 +202,11 @@ def _band_spectrum(
     kept_count = int(np.sum(counts[kept_intervals]))
     if kept_count > _BAND_MAX or kept_count * _SPECTRAL_RATIO > size:
         return None
+    if kept_intervals.size and kept_intervals[-1] != kept_intervals.size - 1:
+        # not a low band (a periodic PLD: randomized response on a coarse lattice has
+        # peaks at high frequencies), where the direct transform's bound (~170u·π·S) is
+        # worse than the FFT's: the whole-window path bounds it better (issue 33 review)
+        return None
     freqs = np.unique(
         np.concatenate([np.arange(lo[i], hi[i] + 1) for i in kept_intervals] + [np.zeros(1)])
     ).astype(np.int64)
