@@ -6,8 +6,9 @@ The analyst's everyday queries. Each function
   **declared bounds** (never estimated from the data: values outside are clipped), and a
   :class:`~dpledger.Ledger` to charge;
 * sizes its noise either as a ``share`` of what remains in the ledger (solved in the
-  ledger's own currency, :meth:`~dpledger.Ledger.calibrate`, so the ledger accepts it)
-  or for its own ``epsilon``/``delta`` (then charged at its true cost);
+  ledger's own currency, so the ledger accepts it) or for its own ``epsilon``/``delta``
+  (then charged at its true cost) — all of a query's releases solved together through
+  :meth:`~dpledger.Ledger.reserve`, each at the same μ, with the tightest method;
 * checks that all of its releases fit before the first one, charges each before its
   noise is drawn (``Ledger.release``), and returns a float, or pandas objects with the
   index kept (columns; declared groups).
