@@ -52,7 +52,9 @@ import math
 
 from dpledger._numerics import mul_up, sum_up
 from dpledger._public import namespace
+from dpledger._validation import check_int_at_least
 from dpledger.accountant import events as ev
+from dpledger.errors import InvalidArgumentTypeError
 
 __all__ = ["SLACK", "as_continuous", "continuous_price", "smoothing_width"]
 
@@ -65,7 +67,8 @@ def smoothing_width(dimension: int) -> float:
 
     Then e^{−2π²τ²} = 2⁻¹⁰⁰/(4d), η_τ ≤ 2.0001·e^{−2π²τ²} and d·λ ≤ 2⁻¹⁰⁰ (1 + 10⁻⁴).
     """
-    a = math.log(4.0 * dimension) + 100.0 * math.log(2.0)
+    dimension = check_int_at_least("dimension", dimension, 1)
+    a = math.log(4) + math.log(dimension) + 100.0 * math.log(2.0)  # exact for huge ints
     return math.sqrt(a / (2.0 * math.pi * math.pi)) * (1.0 + 1e-12)
 
 
@@ -87,6 +90,11 @@ def continuous_price(atom: ev.DiscreteGaussian) -> tuple[ev.Gaussian, float] | N
     and the slack is what it is (large for σ of a grid unit or less). None where
     ``dimension`` is unknown or the slack reaches 1.
     """
+    if type(atom) is not ev.DiscreteGaussian:
+        raise InvalidArgumentTypeError(
+            f"`atom` must be a DiscreteGaussian event. Found {atom!r} of type "
+            f"{type(atom).__name__}."
+        )
     if atom.dimension is None:
         return None
     tau = min(smoothing_width(atom.dimension), atom.sigma / 2.0)

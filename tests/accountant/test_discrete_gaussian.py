@@ -151,3 +151,18 @@ def test_lower_bounds_come_from_the_release_itself():
         )
 
     assert lower <= float(exact_epsilon()) <= upper
+
+
+def test_hostile_arguments_are_refused_by_name():
+    from dpledger.accountant.discrete_gaussian import smoothing_width
+    from dpledger.errors import DPLedgerError
+
+    for bad in (0, -3, 1.5, float("nan"), "4"):
+        with pytest.raises(DPLedgerError, match="dimension"):
+            smoothing_width(bad)
+    assert 2.0 < smoothing_width(10**400) < 10.0  # a huge count: finite, no overflow
+    for bad in (ev.Gaussian(1.0), 3.0, None):
+        with pytest.raises(DPLedgerError, match="atom"):
+            continuous_price(bad)
+    with pytest.raises(DPLedgerError, match="event"):
+        as_continuous("not an event")
