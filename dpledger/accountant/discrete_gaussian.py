@@ -98,11 +98,18 @@ def continuous_price(atom: ev.DiscreteGaussian) -> tuple[ev.Gaussian, float] | N
     if atom.dimension is None:
         return None
     tau = min(smoothing_width(atom.dimension), atom.sigma / 2.0)
-    eta = _eta_bound(tau)
-    if not eta < 0.5:
-        return None
-    per_coordinate = 2.0 * eta / (1.0 - eta) * (1.0 + 1e-12)  # ≥ log((1 + η)/(1 − η))
-    slack = mul_up(per_coordinate, atom.dimension)  # ≥ 1 − e^{−dλ}
+    a = 2.0 * math.pi * math.pi * tau * tau * (1.0 - 1e-12)  # 2π²τ², rounded down
+    if a >= 20.0:
+        # q = e^{−a} ≤ 2.1e-9: η ≤ 2q/(1 − q) and λ ≤ 2η/(1 − η) ≤ 4.0001·q, so d·λ ≤
+        # exp(log 4.0001 − a + log d), formed in logs: q itself underflows for a > 745 (d
+        # beyond ~10³²⁰), where a product q·d would give 0 and lose the slack
+        slack = math.exp(math.log(4.0001) - a + math.log(atom.dimension)) * (1.0 + 1e-12)
+    else:
+        eta = _eta_bound(tau)
+        if not eta < 0.5:
+            return None
+        per_coordinate = 2.0 * eta / (1.0 - eta) * (1.0 + 1e-12)  # ≥ log((1+η)/(1−η))
+        slack = mul_up(per_coordinate, atom.dimension)  # ≥ 1 − e^{−dλ}
     if not slack < 1.0:
         return None
     # σ₀ = σ√(1 − (τ/σ)²), rounded down (a smaller σ₀ is a larger μ: the safe side); the

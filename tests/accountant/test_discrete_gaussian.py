@@ -161,6 +161,9 @@ def test_hostile_arguments_are_refused_by_name():
         with pytest.raises(DPLedgerError, match="dimension"):
             smoothing_width(bad)
     assert 2.0 < smoothing_width(10**400) < 10.0  # a huge count: finite, no overflow
+    # and its slack is still counted (e^{−2π²τ²} underflows there: it was 0.0)
+    _, slack = continuous_price(ev.DiscreteGaussian(1e6, 1.0, dimension=10**400))
+    assert 2.0**-100 * 0.99 <= slack <= 2.0**-100 * 1.01
     for bad in (ev.Gaussian(1.0), 3.0, None):
         with pytest.raises(DPLedgerError, match="atom"):
             continuous_price(bad)
