@@ -474,19 +474,28 @@ def _block_statistics(
     return layout.block(np.asarray(Xt, dtype=float), yt)
 
 
-def exact_column_sums(
+def column_sum_units(bounds: list[tuple[float, float]]) -> np.ndarray:
+    """The exact value of one grid unit of each column's sums (a 1 × columns object array)."""
+    units = [
+        Fraction(float(_grid_range(float(lo), float(hi), _PRODUCT_BITS)[0]))
+        * Fraction(1, 2**_PRODUCT_BITS)
+        for lo, hi in bounds
+    ]
+    return np.array(units, dtype=object)[None, :]
+
+
+def column_grid_sums(
     values: np.ndarray,
     bounds: list[tuple[float, float]],
     group: np.ndarray | None = None,
     n_groups: int = 1,
-) -> ExactValue:
-    """Column sums (per group: n_groups × columns) of values within per-column ``bounds``.
+) -> np.ndarray:
+    """The exact grid-integer column sums (n_groups × columns, Python integers) of values.
 
     Each value is put on the grid 2⁻⁴⁰·P of its column (P the power of two ≥ the larger
     |bound|), rounded to nearest and kept within [low, high] (record-local), and the grid
-    integers are summed exactly in integers: the result is the exact sum (an
-    :class:`~dpledger.mechanisms.ExactValue`; ``numpy.asarray`` rounds it once), whatever
-    the order of the rows. Rows with a negative ``group`` are left out.
+    integers are summed exactly. Rows with a negative ``group`` are left out. Partial sums
+    of blocks (dask partitions) add up exactly to the sums of the whole.
     """
     values = np.asarray(values, dtype=float)
     if values.ndim == 1:
@@ -506,13 +515,42 @@ def exact_column_sums(
         if group is None:
             part = integers.sum(axis=0, dtype=np.int64)[None, :]
         else:
-            part = np.zeros((n_groups, columns), dtype=np.int64)
             g = group[start : start + CHUNK_ROWS]
             keep = g >= 0
-            np.add.at(part, g[keep], integers[keep])
+            part = np.stack(
+                [_group_integer_sums(integers[keep, j], g[keep], n_groups) for j in range(columns)],
+                axis=1,
+            )
         total = total + part.astype(object)
-    units = [Fraction(float(scale)) * Fraction(1, 2**_PRODUCT_BITS) for scale in scales]
-    return ExactValue.from_integers(total, np.array(units, dtype=object)[None, :])
+    return total
+
+
+def _group_integer_sums(integers: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+    """Σ integers per group, exactly (int64), by two float bincounts.
+
+    Each |integer| ≤ 2⁴⁰ splits into high·2²⁰ + low with 0 ≤ low < 2²⁰ and |high| ≤ 2²⁰;
+    a block's ≤ 2¹⁶ halves sum to below 2³⁷ in magnitude, exact in float64 in any order.
+    """
+    low = integers & ((1 << 20) - 1)
+    high = integers >> 20
+    lows = np.bincount(group, weights=low, minlength=n_groups).astype(np.int64)
+    highs = np.bincount(group, weights=high, minlength=n_groups).astype(np.int64)
+    return (highs << 20) + lows
+
+
+def exact_column_sums(
+    values: np.ndarray,
+    bounds: list[tuple[float, float]],
+    group: np.ndarray | None = None,
+    n_groups: int = 1,
+) -> ExactValue:
+    """Column sums (per group: n_groups × columns) of values within per-column ``bounds``.
+
+    The exact sum (:func:`column_grid_sums`) as an :class:`~dpledger.mechanisms.ExactValue`
+    (``numpy.asarray`` rounds it once), whatever the order of the rows.
+    """
+    total = column_grid_sums(values, bounds, group, n_groups)
+    return ExactValue.from_integers(total, column_sum_units(bounds))
 
 
 class ClippedRowSums:

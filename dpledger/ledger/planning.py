@@ -55,7 +55,15 @@ from dpledger.errors import (
     RepeatedNoiseWarning,
     UnboundedLossError,
 )
-from dpledger.ledger.filters import INFINITE, AutoFilter, Filter, RDPFilter, Total, make_filter
+from dpledger.ledger.filters import (
+    INFINITE,
+    AutoFilter,
+    Filter,
+    RDPFilter,
+    Total,
+    make_filter,
+    shown_value,
+)
 from dpledger.ledger.planned import PlannedFilter, schedule_runs
 from dpledger.ledger.receipts import Receipt, as_event, check_adjacency, check_label
 
@@ -578,6 +586,27 @@ def check_schedule(ledger: Ledger, items: Any, decide: bool) -> None:
                 ) from None
         if decide and chosen is not None:
             ledger._pending = chosen  # the first spend records this choice
+
+
+def price_schedule(ledger: Ledger, items: Any) -> tuple[str, tuple[float, ...]]:
+    """(currency, cost) of these releases in the ledger's filter, spending nothing.
+
+    The filter is the one :func:`check_schedule` would check them under (an undecided
+    automatic ledger's choice for the whole sequence); the cost is the exact sum of the
+    releases' costs, shown rounded up. For previews: the budget a query would take.
+    """
+    events = [as_event(item, None, None) for item in items]
+    with ledger._lock:
+        ledger.refresh()
+        state = ledger._state
+        if isinstance(state.filter, AutoFilter) and ledger._pending is None and events:
+            filt = state.filter.settle(ev.Composed(tuple(events)))
+        else:
+            filt, _ = ledger._handler(state, events[0])
+        total = filt.zero()
+        for event in events:
+            total = filt.add(total, filt.cost(event))
+        return filt.budget_type.currency, tuple(shown_value(c) for c in total)
 
 
 def plan_schedule(ledger: Ledger, events: Any, method: Any, label: Any) -> Receipt:

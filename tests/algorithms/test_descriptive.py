@@ -207,13 +207,24 @@ def test_bad_groups_get_named_errors(bad):
 
 
 @pytest.mark.parametrize("query", ["sum", "mean", "variance"])
-def test_missing_values_are_refused_not_read_as_zero(query):
-    """NaN was silently imputed as 0 (50 NaN and 50 fives: mean 2.61)."""
-    ledger = dpl.Ledger(1.0, 0.0)
+def test_missing_values_are_dropped_not_read_as_zero_nor_refused(query):
+    """NaN was silently imputed as 0 (50 NaN and 50 fives: mean 2.61); then refused — an
+    error raised because of what a private row holds, uncharged. Now a row missing a value
+    is dropped (record-local, like pandas' skipna): the answers are those of the 50 fives."""
+    ledger = dpl.Ledger(1e6, 1e-6)
     data = np.r_[np.full(50, np.nan), np.full(50, 5.0)]
-    with pytest.raises(dpl.InvalidArgumentError, match="NaN"):
-        getattr(alg, query)(data, bounds=(0, 10), ledger=ledger, share=0.5)
-    assert ledger.receipts == ()
+    answer = getattr(alg, query)(
+        data, bounds=(0, 10), ledger=ledger, epsilon=1e5, delta=1e-7, rng=0
+    )
+    expected = {"sum": 250.0, "mean": 5.0, "variance": 0.0}[query]
+    assert abs(answer - expected) < 0.05
+    assert len(ledger.receipts) == {"sum": 1, "mean": 2, "variance": 3}[query]
+    # the same charge as for the table without the missing rows
+    other = dpl.Ledger(1e6, 1e-6)
+    getattr(alg, query)(
+        np.full(50, 5.0), bounds=(0, 10), ledger=other, epsilon=1e5, delta=1e-7, rng=0
+    )
+    assert [r.event for r in ledger.receipts] == [r.event for r in other.receipts]
 
 
 @pytest.mark.parametrize(

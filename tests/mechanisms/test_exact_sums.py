@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from dpledger.algorithms import _data as statistics
-from dpledger.algorithms import descriptive
 from dpledger.algorithms.linear import ADASSP
 
 
@@ -98,10 +97,10 @@ def test_descriptive_sums_do_not_depend_on_the_order_of_the_values():
     values = np.clip(values, -1e8, 1e8)
     bounds = [(-1e8, 1e8), (-1e8, 1e8)]
     group = rng.integers(0, 3, size=50_000)
-    base = descriptive._per_group(values, group, 3, bounds)
+    base = statistics.exact_column_sums(values, bounds, group, 3)
     order = rng.permutation(50_000)
     np.testing.assert_array_equal(
-        descriptive._per_group(values[order], group[order], 3, bounds), base
+        statistics.exact_column_sums(values[order], bounds, group[order], 3), base
     )
     # within the grid of 2⁻⁴⁰ of the bound's power of two per value of the exact sum
     for g in range(3):
@@ -112,7 +111,7 @@ def test_descriptive_sums_do_not_depend_on_the_order_of_the_values():
 def test_descriptive_values_stay_within_their_bounds_on_the_grid():
     # 0.1 is not a dyadic number: its grid value must not exceed the declared upper bound
     values = np.full((1000, 1), 0.1)
-    total = descriptive._per_group(values, None, 1, [(-0.1, 0.1)])
+    total = statistics.exact_column_sums(values, [(-0.1, 0.1)])
     assert total.fractions()[0, 0] <= 1000 * Fraction(0.1)
 
 
@@ -166,8 +165,8 @@ def test_wide_rows_stay_within_their_norm_exactly():
 
 def test_a_range_narrower_than_a_grid_step_keeps_values_within_the_bound():
     # helper-33: no grid point in [low, high] used to clip to one beyond the bound
-    total = descriptive._per_group(
-        np.full((1, 1), -0.1), None, 1, [(float(np.nextafter(-0.1, -1.0)), -0.1)]
+    total = statistics.exact_column_sums(
+        np.full((1, 1), -0.1), [(float(np.nextafter(-0.1, -1.0)), -0.1)]
     ).fractions()[0, 0]
     assert abs(total) <= abs(Fraction(np.nextafter(-0.1, -1.0)))
     _, lowest, highest = statistics._grid_range(0.7, 0.7, 20)
