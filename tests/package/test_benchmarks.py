@@ -39,6 +39,7 @@ SCRIPTS: dict[str, tuple[list[str], str, tuple[str, ...]]] = {
     "functional_mechanism.py": (["--plot-dir", "{tmp}"], "FM calibrated", ()),
     "linear_regression.py": (["--plot", "{tmp}/linear.png"], "ADASSP calibrated", ()),
     "logistic_regression.py": (["--plot-dir", "{tmp}"], "noisy GD", ()),
+    "tables.py": ([], "peak ÷ dask's", ("dask", "pandas")),
 }
 
 
