@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
+from dpledger._format import up
 from dpledger.accountant import events as ev
 
 __all__ = ["Preview", "ReleasePreview", "half_width"]
@@ -103,21 +104,32 @@ class Preview:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
+        price = "; ".join(f"{name} {_number(value)}" for name, value in self.cost.items())
         lines = [
-            f"{self.query}: costs ε ≈ {self.epsilon:.4g} at δ = {self.delta:.3g}"
+            f"{self.query}: costs ε ≤ {up(self.epsilon, 4)} at δ = {self.delta:.3g}"
+            + (f" (in the ledger's currency: {price})" if price else "")
             + ("" if self.fits else " — does NOT fit the ledger's remaining budget"),
         ]
         for r in self.releases:
             lines.append(
-                f"  {r.label}: {r.mechanism}, noise scale {r.noise_scale:.4g} "
-                f"(sensitivity {r.sensitivity:.4g}, {r.cells} cell{'s' if r.cells > 1 else ''}), "
-                f"95 % of its noise within ±{r.half_width:.4g}"
+                f"  {r.label}: {r.mechanism}, noise scale {up(r.noise_scale, 4)} "
+                f"(sensitivity {up(r.sensitivity, 4)}, {r.cells} cell{'s' if r.cells > 1 else ''}), "
+                f"95 % of its noise within ±{up(r.half_width, 4)}"
             )
         if self.interval is not None:
-            lines.append(f"  answer: within ±{self.interval:.4g} with 95 % probability {self.note}")
+            lines.append(
+                f"  answer: within ±{up(self.interval, 4)} with 95 % probability {self.note}"
+            )
         elif self.note:
             lines.append(f"  answer: {self.note}")
         return "\n".join(lines)
+
+
+def _number(value: Any) -> str:
+    """A cost, rounded up (a printed charge is never below the true one)."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(up(v, 4) for v in value) + ")"
+    return up(value, 4)
 
 
 def describe(

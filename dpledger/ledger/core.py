@@ -635,6 +635,26 @@ class Ledger:
         """
         planning.check_schedule(self, items, decide)
 
+    def split(self, k: int) -> Any:
+        """k parts of what remains: pass one as a query's ``share`` (:mod:`~dpledger.ledger.split`).
+
+        Each part takes an even part of what remains when its query is charged, and the k
+        parts together use the whole remainder, exactly (the last takes all that is left).
+
+        Example:
+            >>> import numpy as np
+            >>> from dpledger import Ledger
+            >>> from dpledger.algorithms import count
+            >>> ledger = Ledger(1.0, 1e-6)
+            >>> parts = ledger.split(2)
+            >>> n = count(np.arange(100), ledger=ledger, share=parts[0], rng=0)
+            >>> parts
+            Split(2 parts, 1 unused)
+        """
+        from dpledger.ledger.split import split
+
+        return split(self, k)
+
     def fits(self, item: Any) -> int:
         """How many more releases of this event (or mechanism) the budget allows now.
 

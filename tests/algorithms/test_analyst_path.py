@@ -93,7 +93,7 @@ def test_preview_spends_nothing_and_matches_the_noise_of_the_query(frame):
     assert ledger.receipts == ()
     assert [r.label for r in preview.releases] == ["age by g: count", "age by g: sum"]
     assert preview.fits and preview.epsilon > 0 and preview.cost
-    assert "costs ε ≈" in str(preview)
+    assert "costs ε ≤" in str(preview)
     alg.mean(frame[["age", "hours"]], bounds=(0, 100), by=frame["g"], groups=["a", "b", "c"],
              ledger=ledger, share=0.5, label="age by g", rng=0)  # fmt: skip
     charged = [r.mechanism for r in ledger.receipts]
