@@ -28,7 +28,7 @@ from dpledger.algorithms import _data
 from dpledger.algorithms._params import Boolean, Bound, Constraint, Options
 from dpledger.algorithms._rows import enforce_unit_norm, scale_rows
 from dpledger.algorithms.base import PrivateEstimator
-from dpledger.errors import InvalidArgumentError
+from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 from dpledger.mechanisms import Gaussian
 
 __all__ = [
@@ -44,6 +44,55 @@ __all__ = [
 #: The ridge used when the noisy Gram matrix has no positive eigenvalue and no other
 #: ridge applies (public, in scaled units: Wang's code adds the identity throughout).
 FALLBACK_RIDGE = 1.0
+
+
+def person_rows(
+    X: Any, y: Any, privacy_id: Any, max_rows: int | None, rng: Any
+) -> tuple[Any, Any, int]:
+    """(X, y, k): each person's rows bounded to ``max_rows`` (k), or all rows (k = 1).
+
+    With ``privacy_id`` (one id per row) the neighbouring data sets differ in one person;
+    each person keeps at most ``max_rows`` rows, chosen at random within the person
+    (:func:`dpledger.algorithms._tables.bound_contributions`: a function of that person's
+    rows alone), and the caller scales its sensitivities by k. Rows without an id are
+    dropped (record-local).
+    """
+    from dpledger.algorithms import _tables
+
+    if privacy_id is None:
+        if max_rows is not None:
+            raise InvalidArgumentError(
+                "`max_rows_per_id` bounds a person's rows: pass `privacy_id` to fit (each "
+                "row's person). Without it every row is its own person."
+            )
+        return X, y, 1
+    if max_rows is None:
+        raise InvalidArgumentError(
+            "`privacy_id` needs `max_rows_per_id`: the most rows one person may add (rows "
+            "beyond it are dropped at random within the person; the noise grows with it)."
+        )
+    if _data.is_dask(X) or _data.is_dask(y) or _data.is_dask(privacy_id):
+        raise InvalidArgumentTypeError(
+            "`privacy_id` with dask input is not supported by the estimators yet (the "
+            "descriptive queries support it): fit on in-memory data (numpy or pandas)."
+        )
+    ids = np.asarray(privacy_id.to_numpy() if hasattr(privacy_id, "to_numpy") else privacy_id)
+    rows = len(X)
+    if ids.ndim != 1 or ids.shape[0] != rows:
+        raise InvalidArgumentError(
+            f"`privacy_id` must hold one id per row of X ({rows}). Found shape {ids.shape}."
+        )
+    codes = _tables.person_codes(ids)
+    inside = np.flatnonzero(codes >= 0)
+    generator = np.random.default_rng(_tables.truncation_seed(rng))
+    keep = np.zeros(rows, dtype=bool)
+    keep[inside] = _tables.bound_contributions(
+        codes[inside], None, _tables.Contribution(max_rows), 1, generator
+    )
+    chosen = np.flatnonzero(keep)
+    X = X.iloc[chosen] if hasattr(X, "iloc") else np.asarray(X)[chosen]
+    y = y.iloc[chosen] if hasattr(y, "iloc") else np.asarray(y)[chosen]
+    return X, y, max_rows
 
 
 def solve_ridge(gram: np.ndarray, moment: np.ndarray, ridge: float) -> np.ndarray:

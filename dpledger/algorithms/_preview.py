@@ -111,9 +111,10 @@ class Preview:
             + ("" if self.fits else " — does NOT fit the ledger's remaining budget"),
         ]
         for r in self.releases:
+            cells = f"{r.cells} cell{'s' if r.cells > 1 else ''}"
             lines.append(
                 f"  {r.label}: {r.mechanism}, noise scale {up(r.noise_scale, 4)} "
-                f"(sensitivity {up(r.sensitivity, 4)}, {r.cells} cell{'s' if r.cells > 1 else ''}), "
+                f"(sensitivity {up(r.sensitivity, 4)}, {cells}), "
                 f"95 % of its noise within ±{up(r.half_width, 4)}"
             )
         if self.interval is not None:

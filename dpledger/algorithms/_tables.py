@@ -53,6 +53,7 @@ __all__ = [
     "bin_codes",
     "contribution",
     "labels_to_codes",
+    "person_codes",
     "rank_within",
 ]
 
@@ -319,6 +320,21 @@ def labels_to_codes(labels: Any, keys: list[Any]) -> np.ndarray:
         raise InvalidArgumentTypeError("`by` must hold hashable group labels.") from None
 
 
+def person_codes(ids: Any) -> np.ndarray:
+    """Each row's person as an integer code (−1: a missing id; that row is dropped)."""
+    pd = _pandas()
+    if pd is not None:
+        given = ids if isinstance(ids, (pd.Series, pd.Index)) else np.asarray(ids)
+        codes, _ = pd.factorize(given, use_na_sentinel=True)
+        return np.asarray(codes, dtype=np.int64)
+    seen: dict[Any, int] = {}  # pragma: no cover - without pandas
+    out = []
+    for value in np.asarray(ids, dtype=object):
+        missing = value is None or (isinstance(value, float) and value != value)
+        out.append(-1 if missing else seen.setdefault(value, len(seen)))
+    return np.array(out, dtype=np.int64)
+
+
 def _mixed(keys: list[Any]) -> bool:
     return len({type(k) for k in keys}) > 1
 
@@ -405,15 +421,7 @@ class Table:
         seed: np.random.SeedSequence | None,
     ) -> Reduced:
         group = None if labels is None or self.coder is None else self.coder(labels)
-        codes = None
-        if ids is not None:
-            pd = _pandas()
-            if pd is not None:  # missing ids get −1: those rows are dropped (record-local)
-                given = ids if isinstance(ids, (pd.Series, pd.Index)) else np.asarray(ids)
-                codes, _ = pd.factorize(given, use_na_sentinel=True)
-            else:  # pragma: no cover
-                _, codes = np.unique(np.asarray(ids, dtype=object), return_inverse=True)
-            codes = np.asarray(codes, dtype=np.int64)
+        codes = None if ids is None else person_codes(ids)  # missing ids: −1, dropped
         return reduce_block(size, values, group, self.n_groups, request, codes, self.bounds, seed)
 
     def _reduce_dask(self, request: Request, seed: np.random.SeedSequence | None) -> Reduced:

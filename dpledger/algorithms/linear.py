@@ -68,9 +68,10 @@ from dpledger.algorithms._linear_base import (  # FALLBACK_RIDGE, solve_ridge: r
     BinaryClassifierMixin,
     LinearRegressorMixin,
     SufficientStatisticsModel,
+    person_rows,
     solve_ridge,
 )
-from dpledger.algorithms._params import Constraint, Delta, OrNone, Probability, Shares
+from dpledger.algorithms._params import Constraint, Delta, Integer, OrNone, Probability, Shares
 from dpledger.algorithms.base import (
     fill_docstring,
     fit_context,
@@ -86,11 +87,19 @@ __all__ = ["ADASSP", "FALLBACK_RIDGE", "SSP", "BinaryClassifierOutputs", "solve_
 BinaryClassifierOutputs = BinaryClassifierMixin
 
 
-def _sensitivities(adjacency: str) -> tuple[float, float, float]:
-    """(λ_min, X̃ᵀX̃ in Frobenius norm, X̃ᵀỹ) for unit bounds."""
+def _sensitivities(adjacency: str, rows: int = 1) -> tuple[float, float, float]:
+    """(λ_min, X̃ᵀX̃ in Frobenius norm, X̃ᵀỹ) for unit bounds: one record, or one person.
+
+    A person with at most k rows adds A = Σ x̃x̃ᵀ (PSD, ‖A‖_F ≤ trace ≤ k) and a = Σ x̃ỹ
+    (‖a‖ ≤ k): add/remove moves λ_min by at most k (Weyl), X̃ᵀX̃ by k, X̃ᵀỹ by k.
+    Replace-one swaps A for A′: ‖A′ − A‖_F² = ‖A′‖² + ‖A‖² − 2⟨A′, A⟩ ≤ 2k² (PSD
+    matrices have ⟨A′, A⟩ ≥ 0), λ_min moves by at most k, X̃ᵀỹ by 2k. k = 1 is the
+    table above.
+    """
+    k = float(rows)
     if adjacency == ev.REPLACE_ONE:
-        return 1.0, math.sqrt(2.0), 2.0
-    return 1.0, 1.0, 1.0
+        return k, math.sqrt(2.0) * k, 2.0 * k
+    return k, k, k
 
 
 class ADASSP(LinearRegressorMixin, SufficientStatisticsModel):
@@ -139,6 +148,7 @@ class ADASSP(LinearRegressorMixin, SufficientStatisticsModel):
 
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         **SufficientStatisticsModel._parameter_constraints,
+        "max_rows_per_id": OrNone(Integer(1)),
         "delta": Delta(gaussian=True),
         "rho": Probability(low_open=True, high_open=True),
         "budget_split": OrNone(Shares(3, of="(lambda_min, XtX, Xty)")),
@@ -160,6 +170,7 @@ class ADASSP(LinearRegressorMixin, SufficientStatisticsModel):
         ledger: Any = None,
         safe_noise: bool = True,
         rng: Any = None,
+        max_rows_per_id: int | None = None,
     ) -> None:
         store_parameters(self, locals())
 
@@ -171,16 +182,21 @@ class ADASSP(LinearRegressorMixin, SufficientStatisticsModel):
         return shares[0] / total, shares[1] / total, shares[2] / total
 
     @fit_context
-    def fit(self, X: Any, y: Any) -> ADASSP:
-        """Check the schedule fits the ledger, release the three statistics, solve."""
+    def fit(self, X: Any, y: Any, privacy_id: Any = None) -> ADASSP:
+        """Check the schedule fits the ledger, release the three statistics, solve.
+
+        ``privacy_id``: each row's person (with ``max_rows_per_id``): a person's rows are
+        bounded and the sensitivities are one person's (:func:`_sensitivities`).
+        """
         params = self._params
         epsilon, delta, rho, ledger = params.epsilon, params.delta, params.rho, params.ledger
         split = self._split()
+        X, y, rows = person_rows(X, y, privacy_id, params.max_rows_per_id, params.rng)
         stats, features = self._statistics(X, y)
         exact = stats.exact
         d = stats.gram.shape[0]
         entries = d * (d + 1) // 2
-        deltas = _sensitivities(params.adjacency)
+        deltas = _sensitivities(params.adjacency, rows)
         safe = params.safe_noise
 
         def lam_mechanism(sigma: float) -> Gaussian:
@@ -277,6 +293,7 @@ class SSP(LinearRegressorMixin, SufficientStatisticsModel):
 
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         **SufficientStatisticsModel._parameter_constraints,
+        "max_rows_per_id": OrNone(Integer(1)),
         "delta": Delta(gaussian=True),
     }
 
@@ -294,18 +311,23 @@ class SSP(LinearRegressorMixin, SufficientStatisticsModel):
         ledger: Any = None,
         safe_noise: bool = True,
         rng: Any = None,
+        max_rows_per_id: int | None = None,
     ) -> None:
         store_parameters(self, locals())
 
     @fit_context
-    def fit(self, X: Any, y: Any) -> SSP:
-        """Check the schedule fits the ledger, release X̃ᵀX̃ and X̃ᵀỹ, solve."""
+    def fit(self, X: Any, y: Any, privacy_id: Any = None) -> SSP:
+        """Check the schedule fits the ledger, release X̃ᵀX̃ and X̃ᵀỹ, solve.
+
+        ``privacy_id``: each row's person (with ``max_rows_per_id``), as in ADASSP.
+        """
         params = self._params
         epsilon, delta, ledger = params.epsilon, params.delta, params.ledger
+        X, y, rows = person_rows(X, y, privacy_id, params.max_rows_per_id, params.rng)
         stats, features = self._statistics(X, y)
         exact = stats.exact
         d = stats.gram.shape[0]
-        _, delta_xx, delta_xy = _sensitivities(params.adjacency)
+        _, delta_xx, delta_xy = _sensitivities(params.adjacency, rows)
         if params.variant == "published":
             sigma = math.sqrt(math.log(4.0 / delta)) / epsilon
             mechanisms = [

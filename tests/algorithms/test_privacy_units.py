@@ -227,3 +227,68 @@ def test_person_level_audit_stays_below_the_charge():
     assert estimate.epsilon <= 1.0
     assert estimate.epsilon > 0.3  # the audit can see the change (it would see a leak)
     assert math.isfinite(estimate.epsilon)
+
+
+# -- sufficient-statistics estimators -----------------------------------------------------
+
+
+@pytest.mark.parametrize("adjacency", ["add_remove", "replace_one"])
+@pytest.mark.parametrize("name", ["ADASSP", "SSP"])
+def test_estimators_charge_one_persons_sensitivity(name, adjacency):
+    from dpledger.algorithms import linear
+
+    rng = np.random.default_rng(8)
+    ids = np.repeat(np.arange(300), rng.integers(1, 9, 300))
+    X = rng.normal(size=(ids.size, 3))
+    y = X @ np.array([1.0, -1.0, 0.5]) + rng.normal(size=ids.size) * 0.1
+    ledger = dpl.Ledger(20.0, 1e-6, adjacency=adjacency)
+    model = getattr(alg, name)(epsilon=5.0, delta=1e-6, x_bound=4.0, y_bound=8.0,
+                               adjacency=adjacency, max_rows_per_id=5, ledger=ledger)  # fmt: skip
+    model.fit(X, y, privacy_id=ids)
+    k_deltas = linear._sensitivities(adjacency, 5)
+    one = linear._sensitivities(adjacency)
+    assert k_deltas == pytest.approx([5 * d for d in one])
+    shown = [r.mechanism for r in ledger.receipts]
+    # X̃ᵀX̃ and X̃ᵀỹ are the last two releases (ADASSP's λ_min adds one grid step to k)
+    for mechanism, sensitivity in zip(shown[-2:], k_deltas[1:], strict=True):
+        assert f"sensitivity={sensitivity!r}," in mechanism
+    assert np.all(np.isfinite(model.coef_))
+
+
+@pytest.mark.parametrize("name", ["ADASSP", "SSP"])
+def test_estimators_refuse_a_privacy_id_without_a_bound_before_reading_or_charging(name):
+    rng = np.random.default_rng(9)
+    X, y = rng.normal(size=(50, 2)), rng.normal(size=50)
+    ledger = dpl.Ledger(5.0, 1e-6)
+    model = getattr(alg, name)(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=3.0,
+                               adjacency="add_remove", ledger=ledger)  # fmt: skip
+    with pytest.raises(dpl.InvalidArgumentError, match="max_rows_per_id"):
+        model.fit(X, y, privacy_id=np.arange(50) // 2)
+    model.set_params(max_rows_per_id=2)
+    with pytest.raises(dpl.InvalidArgumentError, match="privacy_id"):
+        model.fit(X, y)
+    assert ledger.receipts == ()
+
+
+def test_a_persons_rows_move_the_statistics_within_the_person_sensitivity():
+    """The Gram matrix and moment vector of one person's kept rows (scaled to the unit
+    ball) are within the person-level bounds used for the charge."""
+    from dpledger.algorithms import _linear_base, linear
+
+    rng = np.random.default_rng(10)
+    ids = np.repeat(np.arange(40), 12)
+    X = rng.normal(size=(ids.size, 3)) * 3
+    y = rng.normal(size=ids.size) * 5
+    Xk, yk, k = _linear_base.person_rows(X, y, ids, 4, 0)
+    kept_ids = ids[np.isin(np.arange(ids.size), np.flatnonzero(np.isin(X[:, 0], Xk[:, 0])))]
+    assert k == 4 and Xk.shape[0] == 40 * 4
+    _, d_xx, d_xy = linear._sensitivities("add_remove", k)
+    for person in range(40):
+        rows = Xk[kept_ids == person]
+        target = yk[kept_ids == person]
+        scaled = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True) / 4.0, 1.0) / 4.0
+        scaled = np.hstack([scaled, np.ones((len(rows), 1))]) / np.sqrt(2.0)
+        gram = scaled.T @ scaled
+        moment = scaled.T @ (np.clip(target, -8, 8) / 8)
+        assert np.linalg.norm(gram) <= d_xx + 1e-12
+        assert np.linalg.norm(moment) <= d_xy + 1e-12
