@@ -59,7 +59,7 @@ def half_width(mechanism: Any, level: float = 0.95) -> float:
         # P(|X| > h) = 2e^{−(h+1)/t}/(1 + e^{−1/t}) ≤ tail
         h = -t * math.log(tail * (1.0 + math.exp(-1.0 / t)) / 2.0) - 1.0
         return float(max(0, math.ceil(h - 1e-9)))
-    raise ValueError(f"no interval for {name}")  # pragma: no cover - every query's noise
+    raise ValueError(f"no interval for {name}")
 
 
 @dataclass(frozen=True)
@@ -148,15 +148,19 @@ def describe(
     releases = []
     for label, mechanism, sensitivity in zip(labels, mechanisms, sensitivities, strict=True):
         name = type(mechanism).__name__
-        scale = float(mechanism.sigma if "Gaussian" in name else mechanism.scale)
+        scale = getattr(mechanism, "sigma", getattr(mechanism, "scale", math.nan))
+        try:
+            width = half_width(mechanism)
+        except ValueError:  # an event without additive noise (a sampler's release)
+            width = math.nan
         releases.append(
             ReleasePreview(
                 label,
                 name,
-                scale,
+                float(scale),
                 float(sensitivity),
                 int(getattr(mechanism, "dimension", 1)),
-                half_width(mechanism),
+                width,
             )
         )
     from dpledger.ledger.planning import price_schedule
@@ -181,3 +185,26 @@ def describe(
     except DPLedgerError:
         fits = False
     return tuple(releases), float(epsilon), delta, cost, fits
+
+
+def schedule_preview(owner: str, reservation: Any, own: tuple[float, float]) -> Preview:
+    """The :class:`Preview` of an estimator's fit from its (unopened) reservation.
+
+    A fit on a shared ledger is priced in that ledger's currency and checked against it;
+    a fit with its own (ε, δ) (``ledger=None``) plans its schedule exactly at that budget.
+    """
+    mechanisms = list(reservation.mechanisms)
+    labels = [f"{owner}: release {i + 1}" for i in range(len(mechanisms))]
+    sensitivities = [float(getattr(m, "sensitivity", math.nan)) for m in mechanisms]
+    note = "the coefficients' error depends on the data: see each release's noise"
+    if reservation.planned:
+        releases, _, _, _, _ = describe(
+            owner, labels, mechanisms, sensitivities, reservation.ledger, own
+        )
+        return Preview(
+            f"{owner}.fit", releases, own[0], own[1], {}, True, None, note + " (its own budget)"
+        )
+    releases, epsilon, delta, cost, fits = describe(
+        owner, labels, mechanisms, sensitivities, reservation.ledger, None
+    )
+    return Preview(f"{owner}.fit", releases, epsilon, delta, cost, fits, None, note)

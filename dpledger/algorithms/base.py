@@ -40,6 +40,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import math
 import threading
@@ -85,6 +86,18 @@ __all__ = [
     "symmetric_from_upper",
     "upper",
 ]
+
+#: set while :meth:`PrivateEstimator.preview` runs a fit up to its schedule
+_PREVIEWING: contextvars.ContextVar[bool] = contextvars.ContextVar("_PREVIEWING", default=False)
+
+
+class _Previewed(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by ``_reserve`` in a preview: the schedule, before anything is checked."""
+
+    def __init__(self, reservation: Reservation) -> None:
+        super().__init__("preview")
+        self.reservation = reservation
+
 
 ADJACENCIES = (ev.ADD_REMOVE, ev.REPLACE_ONE)
 _T = TypeVar("_T")
@@ -379,13 +392,18 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         epsilon, delta, safe = params.epsilon, params.delta, params.safe_noise
         name = type(self).__name__
         if ledger is not None:
-            return ledger.reserve(
+            reservation = ledger.reserve(
                 schedule, epsilon=epsilon, delta=delta, initial=initial, rng=params.rng, safe=safe
             )
+            if _PREVIEWING.get():
+                raise _Previewed(reservation)
+            return reservation
         own = Ledger(epsilon, delta, adjacency=params.adjacency)
         reservation = own.reserve(
             schedule, plan=True, initial=initial, rng=params.rng, label=f"{name}.fit", safe=safe
         )
+        if _PREVIEWING.get():
+            raise _Previewed(reservation)
 
         def claim(open_now: Callable[[], None]) -> None:
             # this estimator's one-fit budget, shared with its copies: a second fit (of
@@ -394,6 +412,38 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
 
         reservation.guard(claim)
         return reservation
+
+    def preview(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
+        """What :meth:`fit` would release and spend, without releasing or spending anything.
+
+        Runs the fit up to its schedule — the mechanisms at their calibrated noise, which
+        depend only on public quantities (the parameters, the bounds, the number of
+        features) — and stops before the first charge: nothing is recorded, no noise is
+        drawn, the one-fit budget is not claimed, and the estimator is left as it was.
+        Returns a :class:`~dpledger.algorithms.Preview` (mechanisms, noise scales, the
+        cost in ε and in the ledger's currency, whether it fits). The statistics are
+        computed on the way (the schedule's dimensions come from ``X``'s shape) but
+        never shown.
+        """
+        from dpledger.algorithms import _preview
+
+        kept = dict(vars(self))
+        own = (float(self._validate_params().epsilon), float(self._validate_params().delta))
+        token = _PREVIEWING.set(True)
+        try:
+            if y is None:
+                self.fit(X, **fit_params)
+            else:
+                self.fit(X, y, **fit_params)
+        except _Previewed as stopped:
+            reservation = stopped.reservation
+        else:  # pragma: no cover - every estimator plans through _reserve
+            raise InvalidArgumentError(f"{type(self).__name__}.fit has no schedule to preview.")
+        finally:
+            _PREVIEWING.reset(token)
+            vars(self).clear()
+            vars(self).update(kept)
+        return _preview.schedule_preview(type(self).__name__, reservation, own)
 
     def _release(self, reservation: Reservation, named: Sequence[tuple[str, Any]]) -> list[Any]:
         """Release the whole schedule: ``named`` is each release's (name, statistic).

@@ -227,3 +227,28 @@ def test_dask_inputs_that_cannot_be_matched_are_refused(frame):
         alg.count(lazy, by=frame["g"].to_numpy(), groups=["a"], **_huge())
     with pytest.raises(dpl.InvalidArgumentError, match="which `data` does not have"):
         alg.count(lazy, by="nope", groups=["a"], **_huge())
+
+
+# -- estimators ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_an_estimators_preview_spends_nothing_and_states_the_fits_noise(shared):
+    from dpledger.algorithms import ADASSP
+
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    ledger = dpl.Ledger(2.0, 1e-6) if shared else None
+    model = ADASSP(epsilon=1.0, delta=1e-6, x_bound=4.0, y_bound=3.0,
+                   adjacency="add_remove", ledger=ledger, rng=0)  # fmt: skip
+    preview = model.preview(X, y)
+    assert not hasattr(model, "coef_") and not hasattr(model, "n_features_in_")
+    if shared:
+        assert ledger.receipts == () and preview.cost
+    assert preview.fits and len(preview.releases) == 3
+    model.fit(X, y)  # the one-fit budget was not claimed by the preview
+    charged = [str(m) for m in model.releases_]
+    assert len(charged) == 3
+    if shared:
+        for receipt, release in zip(ledger.receipts, preview.releases, strict=True):
+            assert receipt.mechanism.startswith(f"Gaussian(sigma={release.noise_scale!r},")
