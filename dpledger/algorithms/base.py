@@ -427,7 +427,7 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         """
         from dpledger.algorithms import _preview
 
-        kept = dict(vars(self))
+        kept = dict(self.__dict__)
         own = (float(self._validate_params().epsilon), float(self._validate_params().delta))
         token = _PREVIEWING.set(True)
         try:
@@ -441,8 +441,8 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
             raise InvalidArgumentError(f"{type(self).__name__}.fit has no schedule to preview.")
         finally:
             _PREVIEWING.reset(token)
-            vars(self).clear()
-            vars(self).update(kept)
+            self.__dict__.clear()
+            self.__dict__.update(kept)
         return _preview.schedule_preview(type(self).__name__, reservation, own)
 
     def _release(self, reservation: Reservation, named: Sequence[tuple[str, Any]]) -> list[Any]:
