@@ -100,6 +100,10 @@ def as_target(y: Any, rows: int | None) -> Any:
     In-memory data goes through scikit-learn's ``check_array`` (numbers as float64, finite);
     a single column (n, 1) is taken as 1-D.
     """
+    if y is None:
+        raise InvalidArgumentError(
+            "`y` is required: this estimator is supervised (fit(X, y)). Found None."
+        )
     if is_dask(y):
         if _is_frame(y):
             _numeric_frame(y, "y")
