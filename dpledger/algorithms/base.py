@@ -44,6 +44,7 @@ import contextvars
 import functools
 import math
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar, overload
@@ -255,9 +256,30 @@ def fit_context(fit: Callable[Concatenate[_E, _P], _T]) -> Callable[Concatenate[
             if params.ledger is None:
                 budget = (params.epsilon, params.delta)
                 one_fit_budget(self).refuse(type(self).__name__, budget)
-            return fit(self, *args, **kwargs)
+            names = feature_names(args[0] if args else kwargs.get("X"))
+            result = fit(self, *args, **kwargs)
+            if names is None:
+                self.__dict__.pop("feature_names_in_", None)
+            else:
+                self.feature_names_in_ = names
+            return result
 
     return checked_fit
+
+
+def feature_names(X: Any) -> np.ndarray | None:
+    """A DataFrame's column names when all are strings (scikit-learn's rule), else None.
+
+    The column names are the schema (public); ``predict`` and ``transform`` then refuse a
+    frame whose columns are renamed or reordered, which would silently misread them.
+    """
+    columns = getattr(X, "columns", None)
+    if columns is None or getattr(X, "ndim", 2) != 2:
+        return None
+    names = list(columns)
+    if not names or not all(isinstance(name, str) for name in names):
+        return None
+    return np.asarray(names, dtype=object)
 
 
 class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
@@ -361,6 +383,21 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         from dpledger.algorithms import _data
 
         check_is_fitted(self, attribute)
+        fitted = getattr(self, "feature_names_in_", None)
+        names = feature_names(X)
+        if fitted is not None and names is not None and list(names) != list(fitted):
+            raise InvalidArgumentError(
+                f"`X` must have the columns the estimator was fitted on, in the same order: "
+                f"{list(fitted)!r}. Found {list(names)!r} (reordered or renamed columns "
+                "would be read as the wrong features)."
+            )
+        if fitted is not None and names is None and hasattr(X, "shape"):
+            warnings.warn(
+                f"X has no feature names, but {type(self).__name__} was fitted with them; "
+                "its columns are taken in the fitted order.",
+                UserWarning,
+                stacklevel=3,
+            )
         X = _data.as_design(X)
         if X.shape[1] != self.n_features_in_:
             raise InvalidArgumentError(

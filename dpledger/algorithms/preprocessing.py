@@ -27,7 +27,7 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import TransformerMixin
+from sklearn.base import OneToOneFeatureMixin, TransformerMixin
 
 from dpledger._public import namespace
 from dpledger.accountant import events as ev
@@ -107,7 +107,7 @@ def _per_feature(pairs: np.ndarray, features: int, given: Any) -> tuple[np.ndarr
     return pairs[:, 0], pairs[:, 1]
 
 
-class PrivateStandardScaler(TransformerMixin, PrivateEstimator):  # type: ignore[misc]
+class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, PrivateEstimator):  # type: ignore[misc]
     """Standardise features with privately released means and standard deviations.
 
     Args:
