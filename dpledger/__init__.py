@@ -48,18 +48,19 @@ __all__ = [
     "audit",
     "calibrate",
     "events",
+    "interop",
     "mechanisms",
 ]
 
 if TYPE_CHECKING:
-    from dpledger import algorithms, audit, calibrate, mechanisms
+    from dpledger import algorithms, audit, calibrate, interop, mechanisms
 
 # Subpackages imported on first use (PEP 562), so that ``import dpledger`` stays light
 # (issue #32): ``algorithms`` brings in scikit-learn, which the accountant, calibration,
 # ledger and audit never need; ``audit`` (its black-box estimator) and ``mechanisms``
 # (the Wishart mechanism), and so ``calibrate``, which uses the mechanisms, bring in
 # scipy.stats, which accounting never needs.
-_LAZY_SUBPACKAGES = frozenset({"algorithms", "audit", "calibrate", "mechanisms"})
+_LAZY_SUBPACKAGES = frozenset({"algorithms", "audit", "calibrate", "interop", "mechanisms"})
 
 
 def __getattr__(name: str) -> Any:
@@ -72,5 +73,13 @@ def __getattr__(name: str) -> Any:
 
 
 __dir__ = namespace(
-    __all__, "accountant", "algorithms", "audit", "calibrate", "errors", "ledger", "mechanisms"
+    __all__,
+    "accountant",
+    "algorithms",
+    "audit",
+    "calibrate",
+    "errors",
+    "interop",
+    "ledger",
+    "mechanisms",
 )

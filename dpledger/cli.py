@@ -205,7 +205,8 @@ def _audit(args: argparse.Namespace) -> int:
     """
     import json
 
-    from dpledger.audit import PipelineError, check_claim, load_pipeline
+    from dpledger.audit import PipelineError, check_claim
+    from dpledger.audit.check import load_declaration
 
     if args.plot and len(args.pipeline) > 1:
         print("dpledger: error: --plot takes one pipeline", file=sys.stderr)
@@ -215,7 +216,7 @@ def _audit(args: argparse.Namespace) -> int:
     errors = 0
     for path in args.pipeline:
         try:
-            pipeline = load_pipeline(path)
+            pipeline = load_declaration(Path(path))  # [[release]] and/or [[dp_accounting]]
         except PipelineError as error:
             if args.json:
                 problems = [{"line": line, "message": msg} for line, msg in error.problems]

@@ -26,6 +26,8 @@ from typing import Any
 from dpledger._format import up as fmt_up
 from dpledger.accountant import events as ev
 from dpledger.accountant.lower_bounds import wishart_delta
+from dpledger.audit._dp_accounting import KEY as DP_ACCOUNTING
+from dpledger.audit._dp_accounting import dp_accounting_event
 from dpledger.audit.pipeline import Claim, Pipeline, Release
 from dpledger.errors import InvalidArgumentError, UnsupportedReleaseError
 
@@ -249,6 +251,8 @@ def _batch_release(release: Release, claim: Claim, findings: list[str]) -> Relea
 
 def _release_event(release: Release, claim: Claim, findings: list[str]) -> tuple[ev.Event, bool]:
     """The release's event, and whether it was accounted without (unproved) amplification."""
+    if release.mechanism == DP_ACCOUNTING:  # a dp_accounting event: its own sampling, count
+        return dp_accounting_event(release, claim), False
     if release.sampling in ("shuffled", "fixed_batches"):
         release = _batch_release(release, claim, findings)
         base = _base_event(release, "replace_one", findings)

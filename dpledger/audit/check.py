@@ -49,10 +49,11 @@ from dpledger.accountant import lower_bounds
 from dpledger.accountant.advanced import advanced_composition
 from dpledger.accountant.pld import PLDSummary
 from dpledger.audit._declared import DeclaredEvents, declared_events
+from dpledger.audit._dp_accounting import dp_accounting_pipeline
 from dpledger.audit.pipeline import Claim, Pipeline, load_pipeline, parse_pipeline
 from dpledger.errors import InvalidArgumentError, NotApplicableError
 
-__all__ = ["VERDICTS", "AuditReport", "check_claim"]
+__all__ = ["VERDICTS", "AuditReport", "check_claim", "load_declaration"]
 
 VERDICTS = ("holds", "holds_loosely", "violated", "not_certified", "unsupported")
 
@@ -322,9 +323,22 @@ def check_claim(
     return report
 
 
+def load_declaration(pipeline: Pipeline | Mapping[str, Any] | str | Path) -> Pipeline:
+    """A declaration, validated: ``[[release]]`` tables, ``[[dp_accounting]]`` events, or both.
+
+    Accepts what :func:`check_claim` accepts (a ``Path`` is always read as a file);
+    ``[[dp_accounting]]`` tables give releases as dp_accounting events
+    (:mod:`dpledger.audit._dp_accounting`, :func:`dpledger.interop.from_dp_accounting`).
+    """
+    return _as_pipeline(pipeline)
+
+
 def _as_pipeline(pipeline: Pipeline | Mapping[str, Any] | str | Path) -> Pipeline:
     if isinstance(pipeline, Pipeline):
         return pipeline
+    with_events = dp_accounting_pipeline(pipeline)  # [[dp_accounting]] tables, if any
+    if with_events is not None:
+        return with_events
     if isinstance(pipeline, Mapping):
         return parse_pipeline(pipeline)
     if isinstance(pipeline, Path) or (

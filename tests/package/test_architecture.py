@@ -45,6 +45,7 @@ LAYERS = [
     "calibrate",
     "ledger",
     "algorithms",
+    "interop",
     "audit",
     "top",
 ]
