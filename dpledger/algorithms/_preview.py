@@ -35,7 +35,7 @@ from typing import Any
 from dpledger._format import up
 from dpledger.accountant import events as ev
 
-__all__ = ["Preview", "ReleasePreview", "half_width"]
+__all__ = ["Preview", "ReleasePreview", "describe", "half_width", "schedule_preview"]
 
 _Z95 = NormalDist().inv_cdf(0.975)
 

@@ -71,7 +71,7 @@ from dpledger._validation import (
     check_reals,
 )
 from dpledger.accountant import events as ev
-from dpledger.algorithms.descriptive import _groups, _pandas, _shape
+from dpledger.algorithms._query_inputs import _groups, _pandas, _shape
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 from dpledger.ledger.receipts import check_label
 from dpledger.mechanisms.base import warn_floating_point

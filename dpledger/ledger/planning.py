@@ -70,7 +70,15 @@ from dpledger.ledger.receipts import Receipt, as_event, check_adjacency, check_l
 if TYPE_CHECKING:
     from dpledger.ledger.core import Ledger
 
-__all__ = ["Repeat", "Reservation", "check_schedule", "noise_generator", "plan_schedule", "reserve"]
+__all__ = [
+    "Repeat",
+    "Reservation",
+    "check_schedule",
+    "noise_generator",
+    "plan_schedule",
+    "price_schedule",
+    "reserve",
+]
 
 Schedule = Sequence[Any]
 Make = Callable[[float], Schedule]

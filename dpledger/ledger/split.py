@@ -16,7 +16,7 @@ from typing import Any
 from dpledger._public import namespace
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["Part", "Split"]
+__all__ = ["Part", "Split", "split"]
 
 
 class Split:

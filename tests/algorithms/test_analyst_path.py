@@ -8,7 +8,7 @@ import pytest
 
 import dpledger as dpl
 from dpledger import algorithms as alg
-from dpledger.algorithms import _tables, descriptive
+from dpledger.algorithms import _query_inputs, _tables
 
 dd = pytest.importorskip("dask.dataframe")
 
@@ -185,7 +185,7 @@ def test_dask_and_pandas_reduce_to_identical_exact_statistics(frame):
             unit = _tables.Contribution(3, 2 if by else None, 2 if by else None)
         columns = ["age", "hours"] + [c for c in (by, privacy) if c]
         got = [
-            descriptive._table(
+            _query_inputs._table(
                 data[columns], by=by, groups=None if by is None else ["a", "b", "c"],
                 privacy_id=privacy, contribution=unit, summed=True,
             ).reduce(request, 11)

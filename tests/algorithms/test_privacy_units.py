@@ -11,7 +11,7 @@ import pytest
 
 import dpledger as dpl
 from dpledger import algorithms as alg
-from dpledger.algorithms import _tables, descriptive
+from dpledger.algorithms import _query_inputs, _query_sensitivity, _tables
 from dpledger.algorithms._tables import Contribution
 
 QUERIES = {
@@ -109,8 +109,10 @@ def test_person_sensitivities_bound_every_pair_of_neighbours(adjacency, grouped,
     unit = Contribution(k, g if grouped else None, c if grouped else None)
     if not grouped:
         g = c = k
-    count_l1, count_l2 = descriptive._count_sensitivity(adjacency, unit, n_groups, grouped)
-    sum_l1, sum_l2 = descriptive._sum_sensitivity([bounds], adjacency, grouped, unit, n_groups)
+    count_l1, count_l2 = _query_sensitivity._count_sensitivity(adjacency, unit, n_groups, grouped)
+    sum_l1, sum_l2 = _query_sensitivity._sum_sensitivity(
+        [bounds], adjacency, grouped, unit, n_groups
+    )
     brute = _brute_force(k, g, c, n_groups, bounds, adjacency, grouped)
     tol = 1e-12
     assert brute[0] <= count_l1 + tol and brute[1] <= count_l2 + tol
@@ -124,16 +126,16 @@ def test_with_one_row_per_person_the_person_level_charges_are_the_row_level_ones
     for adjacency in ("add_remove", "replace_one"):
         for grouped in (False, True):
             unit = Contribution(1)
-            person = descriptive._count_sensitivity(adjacency, unit, 3, grouped)
+            person = _query_sensitivity._count_sensitivity(adjacency, unit, 3, grouped)
             if adjacency == "replace_one" and not grouped:
                 assert person == (0.0, 0.0)  # the count is public: released exactly, free
             else:
-                row = descriptive._count_sensitivity(adjacency, None, 3, grouped)
+                row = _query_sensitivity._count_sensitivity(adjacency, None, 3, grouped)
                 assert person == pytest.approx(row)
             for bounds in ([(0.0, 5.0)], [(-2.0, 2.0)]):
-                assert descriptive._sum_sensitivity(
+                assert _query_sensitivity._sum_sensitivity(
                     bounds, adjacency, grouped, unit, 3
-                ) == pytest.approx(descriptive._sum_sensitivity(bounds, adjacency, grouped))
+                ) == pytest.approx(_query_sensitivity._sum_sensitivity(bounds, adjacency, grouped))
 
 
 def test_each_persons_kept_contribution_is_within_the_charged_sensitivity():
@@ -148,7 +150,7 @@ def test_each_persons_kept_contribution_is_within_the_charged_sensitivity():
         alg.sum(data["v"], bounds=(0, 10), by=data["g"], groups=keys, ledger=ledger,
                 epsilon=1.0, delta=1e-7, privacy_id=data["pid"], max_rows_per_id=6,
                 max_groups_per_id=2, max_rows_per_group_per_id=4, rng=seed)  # fmt: skip
-        l2 = descriptive._sum_sensitivity(
+        l2 = _query_sensitivity._sum_sensitivity(
             [(0.0, 10.0)], "add_remove", True, Contribution(6, 2, 4), 3
         )[1]
         assert f"sensitivity={l2!r}," in ledger.receipts[-1].mechanism  # what was charged
@@ -168,14 +170,14 @@ def test_each_persons_kept_contribution_is_within_the_charged_sensitivity():
 def test_removing_a_person_changes_the_released_statistic_by_their_kept_rows_only():
     rng = np.random.default_rng(3)
     data = _people(rng, persons=100, most=10)
-    table = descriptive._table(
+    table = _query_inputs._table(
         data["v"], by=None, groups=None, privacy_id=data["pid"],
         contribution=Contribution(4), summed=True,
     )  # fmt: skip
     request = _tables.Request(((0.0, 10.0),), ("plain",))
     full = table.reduce(request, 7)
     without = data[data["pid"] != 0]
-    other = descriptive._table(
+    other = _query_inputs._table(
         without["v"], by=None, groups=None, privacy_id=without["pid"],
         contribution=Contribution(4), summed=True,
     )  # fmt: skip
