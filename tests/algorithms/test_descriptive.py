@@ -153,7 +153,7 @@ def test_group_sums_under_replace_one_cover_a_record_moving_between_groups():
     now L1 2·max(|lo|, |hi|), L2 √2·max(|lo|, |hi|), computed here by brute force."""
     import itertools
 
-    from dpledger.algorithms.descriptive import _sum_sensitivity
+    from dpledger.algorithms._query_sensitivity import _sum_sensitivity
 
     for bounds in ([(0.0, 1.0)], [(-3.0, 1.0), (2.0, 5.0)], [(1e6, 1e6 + 1)]):
         l1, l2 = _sum_sensitivity(bounds, "replace_one", grouped=True)
