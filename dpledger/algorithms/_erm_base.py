@@ -28,8 +28,8 @@ from dpledger.algorithms._erm_bounds import (
     _weight_cap,
     _weight_factor,
 )
+from dpledger.algorithms._erm_losses import _Loss
 from dpledger.algorithms._erm_privacy import NOISES
-from dpledger.algorithms._erm_solver import _Loss
 from dpledger.algorithms._linear_base import BinaryClassifierMixin, LinearModel
 from dpledger.algorithms._params import (
     Boolean,
@@ -187,17 +187,26 @@ class RegularizedERM(LinearModel):
                 raise InvalidArgumentError("`y` must hold the labels 0 and 1.")
             yd = 2.0 * yd - 1.0
         # C order whatever the input's layout, so pandas and numpy input give equal bits
-        Xs = scale_rows(np.ascontiguousarray(Xd, dtype=float), bound, unit=False)
+        Xc = np.ascontiguousarray(Xd, dtype=float)
         radius_l1 = None
-        if l1_bound is not None:
-            limit = l1_bound / bound
-            shrink_rows(Xs, limit, "l1")
-            # Σ|x̃ᵢ| computed ≤ limit; the exact sum is within γ_d of it
-            slack = 1.0 + 2.0 * (Xs.shape[1] + 2) * 2.0**-53
-            radius_l1 = (limit + s / bound) * slack
-            radius_l1 = float(np.nextafter(radius_l1, math.inf))
-        if params.fit_intercept:
-            Xs = np.hstack([Xs, np.full((Xs.shape[0], 1), s / bound)])
+        if params.fit_intercept and l1_bound is None:
+            # the scaled rows written straight next to the intercept column: one copy
+            # of X, not two (the same bits as scaling, then appending the column)
+            rows, p = Xc.shape
+            Xs = np.empty((rows, p + 1))
+            scale_rows(Xc, bound, unit=False, out=Xs[:, :p])
+            Xs[:, p] = s / bound
+        else:
+            Xs = scale_rows(Xc, bound, unit=False)
+            if l1_bound is not None:
+                limit = l1_bound / bound
+                shrink_rows(Xs, limit, "l1")
+                # Σ|x̃ᵢ| computed ≤ limit; the exact sum is within γ_d of it
+                slack = 1.0 + 2.0 * (Xs.shape[1] + 2) * 2.0**-53
+                radius_l1 = (limit + s / bound) * slack
+                radius_l1 = float(np.nextafter(radius_l1, math.inf))
+            if params.fit_intercept:
+                Xs = np.hstack([Xs, np.full((Xs.shape[0], 1), s / bound)])
         self.n_features_in_ = int(Xd.shape[1])
         ratio = s / bound
         radius = math.sqrt(1.0 + ratio * ratio) * (1 + 1e-15)

@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 
 from dpledger._numerics import round_up
-from dpledger.algorithms._erm_solver import _UNIT, _gamma, _Loss
+from dpledger.algorithms._erm_losses import _UNIT, _Loss
+from dpledger.algorithms._erm_solver import _gamma
 
 #: The row-count clip: rows up to _ROW_SLACK·N weigh 1/N each; beyond, the weight per row
 #: falls so that one row added or removed moves the data gradient by at most (1 + η)·L/N.

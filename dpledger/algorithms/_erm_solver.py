@@ -7,8 +7,9 @@ Iyengar et al. 2019, Alg. 1). So the gradient is recomputed with pairwise sums a
 rounding error bounded term by term (Higham 2002: γₖ, and pairwise sums, §4.2), and the
 solver returns only once that certificate is within ``tol``
 (:func:`_certified_gradient_norm`). It runs Newton's method with a line search, which
-only steers (BLAS gradients, single-precision Hessians on a row sample: their accuracy
-decides the running time, never what is certified), then, if Newton did not certify,
+only steers (BLAS gradients, single-precision Hessians on a row sample, a sampled
+third-order correction: their accuracy decides the running time, never what is
+certified), then, if Newton did not certify,
 gradient descent from 0 for a public number of steps that provably certifies
 (:func:`_minimise`; the count and the floor on ``tol`` it needs are in
 :mod:`dpledger.algorithms._erm_bounds`). The losses are the generalised linear ones of
@@ -22,178 +23,20 @@ docs/erm.md.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from scipy import linalg, special
+from scipy import linalg
 
 from dpledger._numerics import round_up
+from dpledger.algorithms._erm_losses import _UNIT, _Loss
 from dpledger.errors import ConvergenceError
 
 __all__ = ["ConvergenceError"]
 
 
-@dataclass(frozen=True)
-class _Loss:
-    """φ(t; y) of a generalised linear loss, with |φ′| ≤ a and 0 ≤ φ″ ≤ c."""
-
-    name: str
-    a: float
-    c: float
-    width: float = 0.0  # h of the Huber SVM, κ of the Huber regression
-
-    def derivatives(self, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
-        """φ, φ′ and φ″ (with respect to t) for every row; φ′ is :meth:`slope`'s."""
-        d1 = self.slope(t, y)
-        if self.name == "logistic":  # y in {-1, +1}
-            m = y * t
-            # log(1 + e^{−m}) = max(−m, 0) + log1p(e^{−|m|}): what np.logaddexp computes
-            value = np.maximum(-m, 0.0) + np.log1p(np.exp(-np.abs(m)))
-            s = -y * d1  # σ(−m)
-            return value, d1, s * (1.0 - s)
-        if self.name == "huber_svm":
-            h = self.width
-            m = y * t
-            value = np.where(m > 1 + h, 0.0, np.where(m < 1 - h, 1 - m, (1 + h - m) ** 2 / (4 * h)))
-            d2 = np.where(np.abs(1 - m) <= h, 1.0 / (2 * h), 0.0)
-            return value, d1, d2
-        kappa = self.width  # Huber regression on the residual
-        r = t - y
-        inside = np.abs(r) <= kappa
-        near = np.where(inside, r, 0.0)  # squared only where used (a huge label's r²
-        # overflowed: a warning that depended on the data)
-        value = np.where(inside, near * near / 2, kappa * np.abs(r) - kappa * kappa / 2)
-        return value, d1, inside.astype(float)
-
-    def slope(self, t: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """φ′ (with respect to t) for every row: the certificate's.
-
-        :meth:`derivative_error` bounds its rounding (the logistic one by ``expit``).
-        """
-        if self.name == "logistic":  # y in {-1, +1}
-            return np.asarray(-y * special.expit(-(y * t)))
-        if self.name == "huber_svm":
-            h = self.width
-            m = y * t
-            return np.asarray(
-                y * np.where(m > 1 + h, 0.0, np.where(m < 1 - h, -1.0, -(1 + h - m) / (2 * h)))
-            )
-        kappa = self.width  # Huber regression on the residual
-        return np.asarray(np.clip(t - y, -kappa, kappa))
-
-    def steer(
-        self,
-        t: np.ndarray,
-        y: np.ndarray,
-        out: tuple[np.ndarray, np.ndarray, np.ndarray],
-        work: tuple[np.ndarray, np.ndarray, np.ndarray],
-    ) -> None:
-        """φ, φ′ and φ″ into ``out``, for Newton's step and line search only.
-
-        Never read by the certificate, which recomputes φ′ by :meth:`derivatives` (the
-        φ′ that :meth:`derivative_error` bounds) at the point it judges: these only
-        decide how fast Newton's phase gets there. For the logistic loss one exponential
-        e = e^{−|m|} (m = y·t) gives all three, in the preallocated arrays ``out`` with
-        ``work`` for the intermediates (a fresh array per operation cost more than the
-        arithmetic at 10⁵ rows): φ = max(−m, 0) + log1p(e), σ(−m) = e^{−max(m, 0)}/(1 + e),
-        φ′ = −y·σ(−m), φ″ = σ(m)σ(−m) = e/(1 + e)². The other losses: :meth:`derivatives`.
-        """
-        value, d1, d2 = out
-        if self.name != "logistic":
-            for target, source in zip(out, self.derivatives(t, y), strict=True):
-                np.copyto(target, source)
-            return
-        r, a, e = work
-        np.multiply(y, t, out=r)  # m
-        np.abs(r, out=a)  # |m|
-        np.negative(r, out=r)
-        np.maximum(r, 0.0, out=r)  # max(−m, 0)
-        np.negative(a, out=e)
-        np.exp(e, out=e)  # e^{−|m|}
-        np.log1p(e, out=value)
-        value += r
-        np.subtract(r, a, out=d1)  # −max(m, 0)
-        np.exp(d1, out=d1)
-        q = np.add(e, 1.0, out=a)
-        np.reciprocal(q, out=q)  # 1/(1 + e)
-        d1 *= q  # σ(−m)
-        d1 *= y
-        np.negative(d1, out=d1)
-        np.multiply(e, q, out=d2)
-        d2 *= q
-
-    def change(
-        self,
-        t: np.ndarray,
-        t_new: np.ndarray,
-        y: np.ndarray,
-        old: np.ndarray,
-        new: np.ndarray,
-        work: np.ndarray,
-    ) -> tuple[float, float]:
-        """Σ(φ(t_new; y) − φ(t; y)) summed per row, without the cancellation of two large values.
-
-        ``old`` and ``new`` are the two values of φ; ``work`` a scratch array of the
-        rows' length. Also returns the size of what was subtracted, Σ(|old| + |new|)
-        (the scale of the change's rounding error).
-
-        A Huber-regression row whose residual stays on one linear piece changes by
-        κ·sign(r)·(t_new − t) exactly as the loss does; subtracting the two values of
-        κ|r| − κ²/2 lost every digit when |r| was huge (one label of 1e20 gave φ ≈ 1e20,
-        whose ulp swamps any decrease: the line search never passed and the fit raised
-        after its charge, depending on that one label). Elsewhere the values are
-        subtracted as they are (bounded margins for logistic and Huber SVM: |t| ≤ R‖θ‖).
-        """
-        if self.name in ("logistic", "huber_svm"):  # φ ≥ 0: Σ|φ| = Σφ
-            total = float(np.subtract(new, old, out=work).sum())
-            return total, float(old.sum()) + float(new.sum())
-        out = np.asarray(new - old, dtype=float)
-        size_rows = np.abs(old) + np.abs(new)
-        kappa = self.width
-        r, r_new = t - y, t_new - y
-        above = (r > kappa) & (r_new > kappa)
-        below = (r < -kappa) & (r_new < -kappa)
-        step = t_new - t
-        out = np.where(above, kappa * step, np.where(below, -kappa * step, out))
-        size_rows = np.where(above | below, np.abs(kappa * step), size_rows)
-        return float(out.sum()), float(size_rows.sum())
-
-    def derivative_error(self, t: np.ndarray, y: np.ndarray, d1: np.ndarray) -> np.ndarray:
-        """A bound on the rounding error of φ′ as :meth:`derivatives` computes it at t.
-
-        expit, clip and products: a few units in the last place of φ′ (8u|φ′|). The Huber
-        SVM's −(1 + h − m)/(2h), where evaluated, also carries the absolute error of
-        1 + h − m, 2u(1 + h + |m|), not small relative to φ′ near the region's edge
-        (elsewhere φ′ is an exact constant; a t on the other side of a kink is covered by
-        :meth:`curvature_bound`).
-        """
-        bound = 8 * _UNIT * np.abs(d1) + 1e-300
-        if self.name == "huber_svm":  # only where the quadratic piece was evaluated
-            m = np.abs(t)  # |y·t| with y = ±1
-            inside = np.abs(1 - y * t) <= self.width
-            edge = 2.02 * _UNIT * (1 + self.width + m) / (2 * self.width)
-            bound = bound + np.where(inside, edge, 0.0)
-        return np.asarray(bound)
-
-    def curvature_bound(self, t: np.ndarray, y: np.ndarray, radius: np.ndarray) -> np.ndarray:
-        """The supremum of φ″ over [t − radius, t + radius], per row.
-
-        How far φ′ can move with t there (a local Lipschitz constant of φ′, for the
-        rounding bound of the gradient).
-        """
-        if self.name == "logistic":  # φ″ = σ(s)σ(−s) = e/(1 + e)², e = e^{−s}, falls in |s|
-            e = np.exp(-np.maximum(np.abs(t) - radius, 0.0))
-            q = 1.0 / (1.0 + e)
-            return np.asarray(e * q * q * (1 + 1e-12))  # a few u, inside the 1e-12
-        if self.name == "huber_svm":  # φ″ = c on |1 − y·s| ≤ h, else 0
-            gap = np.abs(1 - y * t) - self.width
-        else:  # φ″ = 1 on |s − y| ≤ κ, else 0
-            gap = np.abs(t - y) - self.width
-        return np.where(gap <= radius, self.c, 0.0)
-
-
-_UNIT = 2.0**-53  # unit roundoff of float64
 #: Newton iterations tried (at least) before the provable gradient-descent phase.
 _NEWTON_ITERATIONS = 100
 
@@ -276,6 +119,8 @@ def _gradient(
     t: np.ndarray | None = None,
     bound: bool = False,
     into: np.ndarray | None = None,
+    work: np.ndarray | None = None,
+    slopes: np.ndarray | None = None,
 ) -> _Point:
     """ĝ = pairwise Σφ′ᵢxᵢ / N + ridge·θ + b/N at ``theta``: the certificate's arithmetic.
 
@@ -302,7 +147,9 @@ def _gradient(
     (:func:`~._erm_bounds._gradient_error`); beyond (n ≳ 8·10⁹ rows), pairwise like ĝ.
     ``t``: X @ θ if already computed (the certificate bounds its error for any summation
     order, so any product X @ θ will do); else it is computed block by block (into
-    ``into`` if given), while the block is in cache for the sums.
+    ``into`` if given), while the block is in cache for the sums. ``work``: memory for
+    the block's scratch (:func:`_scratch`), and ``slopes`` for φ′, where the caller has
+    them; the same operations on the same values either way.
     """
     X, y, loss = problem.X, problem.y, problem.loss
     rows, d = X.shape
@@ -319,8 +166,8 @@ def _gradient(
     inflation = _gamma(rows + count)
     blas = inflation <= _ANY_ORDER  # the error sum in any order (else pairwise)
     errors = np.zeros((count if bound else 0, d))
-    scratch = np.empty((min(size, rows), d))
-    d1 = np.empty(rows)
+    scratch = _scratch(work, (min(size, rows), d))
+    d1 = np.empty(rows) if slopes is None else slopes
     for index in range(count):
         part = slice(index * size, min((index + 1) * size, rows))
         block = scratch[: part.stop - part.start]
@@ -349,6 +196,35 @@ def _gradient(
     error = _tree_sum(errors)[0] * (1 + 4 * inflation if blas else 1.0)
     gradient = data_part + ridge_part + problem.linear
     return _Point(t, d1, gradient, data_part, ridge_part, depth, error)
+
+
+def _scratch(
+    memory: np.ndarray | None, shape: tuple[int, int], dtype: type = np.float64, start: int = 0
+) -> np.ndarray:
+    """A C-contiguous array of ``shape`` on the float64 ``memory`` from its entry ``start``.
+
+    A new array where ``memory`` is None or too short. The phases of one solve that never
+    run at the same time share one buffer (:func:`_work_size`): fresh memory costs a page
+    fault per 4 KB on its first touch, more than the arithmetic on it (about 2 µs a
+    fault in a virtual machine: 7 ms of a 21 ms solve on 10⁵ rows, d = 20, before).
+    """
+    size = shape[0] * shape[1] * np.dtype(dtype).itemsize
+    if memory is None or 8 * start + size > 8 * memory.size:
+        return np.empty(shape, dtype)
+    raw = memory.view(np.uint8)[8 * start : 8 * start + size]
+    return raw.view(dtype).reshape(shape)
+
+
+def _work_size(rows: int, d: int, sample: int = 0) -> int:
+    """Float64 entries of the scratch one solve's phases share (:func:`_scratch`).
+
+    They never run at the same time: the certificate's block of B×d (:func:`_gradient`),
+    the Hessian's two single-precision blocks, the second as long as the row sample
+    (:class:`_Curvature`), and the line search's two per-row arrays (:meth:`_Loss.steer`).
+    """
+    block = min(_block_rows(d), rows)
+    single = -(-block * d // 2) + -(-max(block, sample) * d // 2)
+    return max(block * d, single, 2 * rows)
 
 
 def _certified_gradient_norm(
@@ -447,13 +323,16 @@ def _minimise(
 
 
 class _Rows:
-    """Newton's per-row arrays at one point: t = Xθ, φ, φ′, φ″ (preallocated), and its ĝ.
+    """Newton's per-row arrays at one point: t = Xθ and φ (preallocated), φ′, and its ĝ.
 
-    ``bound``: the certificate at this point, where it was computed with the point.
+    ``d1``: φ′, in an array the two points share (a point's φ′ is read only to form its
+    ĝ, right after it is computed). ``bound``: the certificate at this point, where it
+    was computed with the point.
     """
 
-    def __init__(self, rows: int) -> None:
-        self.t, self.value, self.d1, self.d2 = (np.empty(rows) for _ in range(4))
+    def __init__(self, rows: int, d1: np.ndarray) -> None:
+        self.t, self.value = np.empty(rows), np.empty(rows)
+        self.d1 = d1
         self.gradient = np.zeros(0)
         self.bound: float | None = None
 
@@ -469,15 +348,28 @@ def _newton(problem: _Problem, tol: float, iterations: int) -> tuple[np.ndarray,
     and its error bound, recomputed there from X @ θ): a poor steer costs iterations,
     never a guarantee, and whether this phase certifies decides nothing observable (the
     gradient phase certifies otherwise). Its arrays are allocated once per solve (two
-    points: the current one and the line search's candidate, swapped on acceptance).
+    points: the current one and the line search's candidate, swapped on acceptance; one
+    scratch buffer its phases share, :func:`_work_size`).
+
+    For the logistic loss two more steers (:class:`_Curvature`): the first step from 0
+    is stretched to the sampled objective's minimum along it (Newton from 0 falls short
+    there, where the curvature is largest), and each step with every row's Hessian gets
+    Chebyshev's third-order correction, φ‴ from the row sample, which cuts Newton's
+    residual ½T[p, p] to its sampling error. The line search judges every step against
+    the Newton step's own decrease gᵀH⁻¹g (Armijo), corrected or not. On 10⁵ rows,
+    d = 20, the first full step then usually certifies: a pass over the rows fewer, and
+    no second full Hessian after a certificate that just missed.
     """
     X, y, loss, n = problem.X, problem.y, problem.loss, problem.n
     ridge, linear = problem.ridge, problem.linear
     rows, d = X.shape
     theta = np.zeros(d)
-    hessian = _Curvature(X)
-    here, there = _Rows(rows), _Rows(rows)
-    work = (np.empty(rows), np.empty(rows), np.empty(rows))
+    every = _sample_every(rows, d)
+    memory = np.empty(_work_size(rows, d, -(-rows // every) if every > 1 else 0))
+    hessian = _Curvature(X, y, loss, every, memory)
+    slopes = np.empty(rows)
+    here, there = _Rows(rows, slopes), _Rows(rows, slopes)
+    work = (_scratch(memory, (1, rows))[0], _scratch(memory, (1, rows), start=rows)[0])
     smoothness: list[float] = []  # c·Σ‖xᵢ‖²/N + ridge, computed if a step needs it
 
     def gradient_step(g: np.ndarray) -> np.ndarray:
@@ -491,7 +383,7 @@ def _newton(problem: _Problem, tol: float, iterations: int) -> tuple[np.ndarray,
         # the candidate is likely the last point, a pass over the rows fewer
         point.bound = None
         if certify:  # X @ θ block by block, with the sums (one pass over the rows)
-            known = _gradient(problem, th, bound=True, into=point.t)
+            known = _gradient(problem, th, bound=True, into=point.t, work=memory, slopes=point.d1)
             point.gradient, point.bound = known.gradient, _bound(problem, known)
             if point.bound <= tol:  # certified: returned as it is (no line search)
                 return point
@@ -499,7 +391,7 @@ def _newton(problem: _Problem, tol: float, iterations: int) -> tuple[np.ndarray,
             np.matmul(X, th, out=point.t)
         else:  # Xθ = 0 exactly (the start)
             point.t.fill(0.0)
-        loss.steer(point.t, y, (point.value, point.d1, point.d2), work)
+        loss.steer(point.t, y, (point.value, point.d1), work)
         if not certify:
             point.gradient = (point.d1 @ X) / n + ridge * th + linear
         return point
@@ -523,14 +415,14 @@ def _newton(problem: _Problem, tol: float, iterations: int) -> tuple[np.ndarray,
     def certified(th: np.ndarray, point: _Rows) -> float:  # point: parts(th)
         if point.bound is not None:
             return point.bound
-        return _certified_gradient_norm(problem, th, point.t)
+        known = _gradient(problem, th, point.t, bound=True, work=memory, slopes=point.d1)
+        return _bound(problem, known)  # _certified_gradient_norm, on the solve's scratch
 
-    if hessian.every > 1:  # at 0: t = 0, and the first step's gradient from the sample
+    if every > 1:  # at 0: t = 0, and the first step's gradient from the sample
         # (the rows' φ′ are known there without a pass over X; the estimate only
         # steers the first step, as the sampled Hessian does, and is never certified)
-        every = hessian.every
         here.t.fill(0.0)
-        loss.steer(here.t, y, (here.value, here.d1, here.d2), work)
+        loss.steer_at_zero(y, (here.value, here.d1), work)
         here.gradient = every * (here.d1[::every] @ X[::every]) / n + linear
         here.bound = None
     else:
@@ -551,17 +443,24 @@ def _newton(problem: _Problem, tol: float, iterations: int) -> tuple[np.ndarray,
             return None
         patience -= 1 if patience > 0 else 0
         full = norm <= _FULL_HESSIAN * start
-        step = hessian.solve(here.d2 / n, ridge, g, full)
+        step = hessian.solve(here.t, n, ridge, g, full)
+        s = 1.0
         if step is None:
             step = gradient_step(g)
-        s = 1.0
+            rate = float(g @ step)
+        else:
+            rate = float(g @ step)  # gᵀH⁻¹g: the Newton step's decrease, Armijo's reference
+            if full:
+                step = hessian.corrected(here.t, step, n, rate)
+            elif not theta.any():
+                s = hessian.stretch(step, n, ridge, linear)
         while s > 1e-10:
             candidate = theta - s * step
             parts(candidate, there, certify=full and s == 1.0)
             if there.bound is not None and there.bound <= tol:
                 return candidate, there.bound  # a certified point needs no descent
             delta, magnitude = change(theta, candidate, here, there)
-            if delta <= -1e-4 * s * float(g @ step):
+            if delta <= -1e-4 * s * rate:
                 break
             flat = abs(delta) <= 1e-13 * magnitude  # below its precision: judged by ‖g‖
             if flat and float(np.linalg.norm(there.gradient)) < norm:
@@ -588,6 +487,14 @@ _FULL_HESSIAN = 1e-3
 #: Rows of the Hessian's sample: every k-th row, k = ⌊rows/m⌋ with m = max(_SAMPLE, 64·d)
 #: (when k ≥ 2).
 _SAMPLE = 8192
+#: The first step from 0 is stretched at most this far (:meth:`_Curvature.stretch`).
+_STRETCH = 8.0
+
+
+def _sample_every(rows: int, d: int) -> int:
+    """The k of :class:`_Curvature`'s row sample, every k-th row (1: every row, no sample)."""
+    size = max(_SAMPLE, 64 * d)
+    return rows // size if rows >= 2 * size else 1
 
 
 class _Curvature:
@@ -607,18 +514,34 @@ class _Curvature:
     sample is fixed (every k-th row), so the path is a deterministic function of the data
     like the rest of the solver. Every row's H is formed block by block (rows cast to
     single precision in a small scratch array): no single-precision copy of X is kept,
-    which left less of the cache to X itself.
+    which left less of the cache to X itself. The weights w = φ″/N are formed from
+    t = Xθ for the rows used only (:meth:`_Loss.curvature`). ``memory``: the solve's
+    shared scratch (:func:`_work_size`), for the single-precision blocks.
+
+    The same sample (in double, a view of X: every row without a sample) steers two
+    logistic steps further, never what is certified: :meth:`stretch` and
+    :meth:`corrected`.
     """
 
-    def __init__(self, X: np.ndarray) -> None:
-        self.X = X
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        loss: _Loss,
+        every: int,
+        memory: np.ndarray | None = None,
+    ) -> None:
+        self.X, self.y, self.loss, self.every = X, y, loss, every
         rows, d = X.shape
-        size = max(_SAMPLE, 64 * d)
-        self.every = rows // size if rows >= 2 * size else 1
-        self.sample = X[:: self.every].astype(np.float32)
+        self.rows = X[::every]  # the sample, in double (a view)
+        self.sample = self.rows.astype(np.float32) if every > 1 else X[:0].astype(np.float32)
         self.block = _block_rows(d)
-        self.scratch = np.empty((min(self.block, rows), d), np.float32)
-        self.scaled = np.empty((max(len(self.scratch), len(self.sample)), d), np.float32)
+        block = min(self.block, rows)
+        self.scratch = _scratch(memory, (block, d), np.float32)
+        self.scaled = _scratch(
+            memory, (max(block, len(self.sample)), d), np.float32, start=-(-block * d // 2)
+        )
+        self.H = np.zeros((d, d))  # the last H factorised
 
     def _gram(self, rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """Σᵢ wᵢxᵢxᵢᵀ of single-precision rows, in double."""
@@ -628,29 +551,87 @@ class _Curvature:
         return np.asarray(scaled.T @ rows, dtype=float)
 
     def solve(
-        self, weights: np.ndarray, ridge: float, g: np.ndarray, full: bool = True
+        self, t: np.ndarray, n: float, ridge: float, g: np.ndarray, full: bool = True
     ) -> np.ndarray | None:
-        """H⁻¹g for the row weights w (φ″/N); None if no Cholesky factor is found."""
-        X, d = self.X, self.X.shape[1]
+        """H⁻¹g at the point whose Xθ is ``t`` (w = φ″/N); None if no Cholesky factor."""
+        X, y, loss, d = self.X, self.y, self.loss, self.X.shape[1]
         if full or self.every == 1:
             H = np.zeros((d, d))
             for start in range(0, X.shape[0], self.block):
                 part = slice(start, start + self.block)
                 rows = self.scratch[: len(X[part])]
                 np.copyto(rows, X[part], casting="same_kind")
-                H += self._gram(rows, weights[part])
+                H += self._gram(rows, loss.curvature(t[part], y[part]) / n)
         else:
-            H = self._gram(self.sample, weights[:: self.every] * self.every)
+            every = self.every
+            H = self._gram(self.sample, loss.curvature(t[::every], y[::every]) / n * every)
         H += ridge * np.eye(d)
-        try:
-            return np.asarray(linalg.cho_solve(linalg.cho_factor(H), g))
-        except (linalg.LinAlgError, ValueError):
-            pass
-        H = (X.T * weights) @ X + ridge * np.eye(d)
-        try:
-            return np.asarray(linalg.cho_solve(linalg.cho_factor(H), g))
-        except (linalg.LinAlgError, ValueError):
-            return None
+        step = _cholesky_solve(H, g)
+        if step is None:  # the double product (ridge ≲ 1e-7·‖H‖)
+            H = (X.T * (loss.curvature(t, y) / n)) @ X + ridge * np.eye(d)
+            step = _cholesky_solve(H, g)
+        self.H = H
+        return step
+
+    def stretch(self, step: np.ndarray, n: float, ridge: float, linear: np.ndarray) -> float:
+        """The s in [1, ``_STRETCH``] minimising the sampled objective along θ = −s·step, from 0.
+
+        A few Newton steps on s for the logistic loss (1 for the others): the sample's
+        J(s) = (k/N)Σφ(−s·uᵢ) + (ridge/2)s²‖step‖² − s·linearᵀstep, u = (sample)·step.
+        Newton's first step from 0 falls short on the logistic loss, whose curvature is
+        largest at 0 (φ″(0) = c); the line search judges the stretched step like any.
+        """
+        if self.loss.name != "logistic":
+            return 1.0
+        y, weight = self.y[:: self.every], self.every / n
+        u = self.rows @ step
+        uu = u * u
+        squares, tilt = float(step @ step), float(linear @ step)
+        s = 1.0
+        for _ in range(4):
+            t = -s * u
+            first = -weight * float(self.loss.slope(t, y) @ u) + ridge * s * squares - tilt
+            second = weight * float(self.loss.curvature(t, y) @ uu) + ridge * squares
+            move = first / second if second > 0 else math.nan
+            if not math.isfinite(move):
+                break
+            s = min(max(s - move, 1.0), _STRETCH)
+        return s
+
+    def corrected(self, t: np.ndarray, step: np.ndarray, n: float, rate: float) -> np.ndarray:
+        """The Newton ``step`` (θ ← θ − step, from :meth:`solve`) with Chebyshev's correction.
+
+        After Newton's step p = −H⁻¹g the gradient is ½T[p, p] + O(‖p‖³), T the third
+        derivative: (1/N)Σφ‴(tᵢ)(xᵢᵀp)²xᵢ; p − H⁻¹·½T[p, p] leaves O(‖p‖³) plus the
+        error of T, here estimated on the row sample (φ‴ of the logistic loss,
+        :meth:`_Loss.third`). Kept only where small in H's norm, ‖H⁻¹r‖_H ≤ ½‖p‖_H
+        (``rate`` = gᵀH⁻¹g = ‖p‖²_H): the corrected step is then still a descent direction,
+        gᵀ(step + H⁻¹r) ≥ ½gᵀH⁻¹g.
+        """
+        if self.loss.name != "logistic":
+            return step
+        every = self.every
+        u = self.rows @ step
+        third = self.loss.third(t[::every], self.y[::every])
+        residual = ((0.5 * every / n) * (third * u * u)) @ self.rows
+        fix = _cholesky_solve(self.H, residual)
+        if fix is None or not float(fix @ residual) <= rate / 4:
+            return step
+        return np.asarray(step + fix)
+
+
+def _cholesky_solve(H: np.ndarray, g: np.ndarray) -> np.ndarray | None:
+    """H⁻¹g by a Cholesky factor of H; None if H or g is not finite or H not positive definite.
+
+    scipy's finiteness checks are done here, once, for the factor and the solve.
+    """
+    if not (np.isfinite(H).all() and np.isfinite(g).all()):
+        return None
+    try:
+        factor = linalg.cho_factor(H, check_finite=False)
+        return np.asarray(linalg.cho_solve(factor, g, check_finite=False))
+    except (linalg.LinAlgError, ValueError):
+        return None
 
 
 def _descent(
@@ -679,10 +660,13 @@ def _descent(
     if _gamma(terms) < 0.25:
         squares = float(np.einsum("ij,ij->", X, X)) / (1 - 2 * _gamma(terms))
         beta = min(beta, round_up((loss.c * squares / n + ridge) * (1 + 1e-12)))
+    memory = np.empty(_work_size(*X.shape))  # one scratch for every step
+    slopes = np.empty(X.shape[0])
     for _ in range(steps + 1):
-        g = _gradient(problem, theta).gradient
+        g = _gradient(problem, theta, work=memory, slopes=slopes).gradient
         if float(np.linalg.norm(g)) <= tol / 2:
-            bound = _certified_gradient_norm(problem, theta)
+            point = _gradient(problem, theta, bound=True, work=memory, slopes=slopes)
+            bound = _bound(problem, point)  # _certified_gradient_norm, on the same scratch
             if bound <= tol:
                 return theta, bound
         theta = theta - g / beta

@@ -115,12 +115,17 @@ def enforce_unit_norm(Xs: np.ndarray) -> None:
     shrink_rows(Xs, 1.0, "l2")
 
 
-def scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
+def scale_rows(
+    X: np.ndarray, x_bound: float, unit: bool, out: np.ndarray | None = None
+) -> np.ndarray:
     """Rows clipped to ``x_bound`` and divided by it (or unit-normed): ‖row‖ ≤ 1, always.
 
     Record-local. The norms are computed without under- or overflow, and the result is
     re-checked, so no row leaves the unit ball — not even by rounding, and not a row of
-    subnormal entries whose squares would vanish.
+    subnormal entries whose squares would vanish. ``out``: an array of X's shape to write
+    the rows into (it may be the leading columns of a wider array, e.g. one with an
+    intercept column: no second copy of X), returned; by default a new C-ordered one.
+    The same bits either way.
     """
     if unit:
         # each row to the sphere (a zero row stays zero), in units of its largest entry
@@ -130,12 +135,23 @@ def scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
         X = X / np.where(top > 0, top, 1.0)[:, None]
     sizes = row_norms(X)
     positive = sizes > 0
-    inverse = np.divide(1.0, sizes, out=np.zeros_like(sizes), where=positive)
+    # 1/‖x‖ of a subnormal row is +inf (then clipped to 1/x_bound): without the errstate
+    # numpy warned of the overflow, an observable that depended on that one record
+    with np.errstate(over="ignore"):
+        inverse = np.divide(1.0, sizes, out=np.zeros_like(sizes), where=positive)
     # unit: onto the sphere; else clipped to x_bound, scaled
     factor = inverse if unit else np.where(positive, np.minimum(1.0 / x_bound, inverse), 0.0)
-    Xs: np.ndarray = np.multiply(X, factor[:, None], order="C", dtype=float)  # C order
-    if unit:
-        enforce_unit_norm(Xs)  # every row on the sphere: each is re-checked
+    Xs: np.ndarray
+    if out is None:
+        Xs = np.multiply(X, factor[:, None], order="C", dtype=float)  # C order
+    else:
+        Xs = np.multiply(X, factor[:, None], out=out)
+    in_place = Xs.flags.c_contiguous  # else re-checked through a C-ordered gather
+    if unit:  # every row on the sphere: each is re-checked
+        if in_place:
+            enforce_unit_norm(Xs)
+        else:
+            _recheck(Xs, np.arange(len(Xs)))
         return Xs
     # a row whose computed norm is ≤ x_bound·(1 − 4(d + 2)u) was only multiplied by
     # fl(1/x_bound): its exact norm is ≤ x_bound(1 − 4(d + 2)u)(1 + u)(1 + (d + 2)u) (the
@@ -147,13 +163,21 @@ def scale_rows(X: np.ndarray, x_bound: float, unit: bool) -> np.ndarray:
     d = X.shape[1]
     inside = sizes <= x_bound * (1.0 - 4.0 * (d + 2) * 2.0**-53)
     near = np.flatnonzero(~inside)
-    if near.size * 4 > len(Xs):
+    if near.size * 4 > len(Xs) and in_place:
         enforce_unit_norm(Xs)  # most rows near the bound: in place, no gather
     elif near.size:
-        part = np.ascontiguousarray(Xs[near])
-        enforce_unit_norm(part)
-        Xs[near] = part
+        _recheck(Xs, near)
     return Xs
+
+
+def _recheck(Xs: np.ndarray, rows: np.ndarray) -> None:
+    """:func:`enforce_unit_norm` on the given rows of Xs, through a C-ordered gather.
+
+    Row by row the same bits as in place (each row's norm and scaling are its own).
+    """
+    part = np.ascontiguousarray(Xs[rows])
+    enforce_unit_norm(part)
+    Xs[rows] = part
 
 
 __dir__ = namespace(__all__)

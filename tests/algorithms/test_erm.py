@@ -18,7 +18,7 @@ from dpledger.algorithms import (
     OutputPerturbationClassifier,
     OutputPerturbationRegressor,
 )
-from dpledger.algorithms._erm_solver import _Loss
+from dpledger.algorithms._erm_losses import _Loss
 from dpledger.algorithms.erm import (
     ConvergenceError,
     _minimise,

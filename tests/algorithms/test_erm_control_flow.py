@@ -20,7 +20,7 @@ from dpledger.algorithms import (
     OutputPerturbationRegressor,
 )
 from dpledger.algorithms._erm_bounds import _row_weight, _weight_cap, _weight_factor
-from dpledger.algorithms._erm_solver import _Loss
+from dpledger.algorithms._erm_losses import _Loss
 from dpledger.algorithms.erm import (
     ConvergenceError,
     _minimise,
