@@ -50,17 +50,20 @@ __all__ = [
     "events",
     "interop",
     "mechanisms",
+    "model_selection",
 ]
 
 if TYPE_CHECKING:
-    from dpledger import algorithms, audit, calibrate, interop, mechanisms
+    from dpledger import algorithms, audit, calibrate, interop, mechanisms, model_selection
 
 # Subpackages imported on first use (PEP 562), so that ``import dpledger`` stays light
 # (issue #32): ``algorithms`` brings in scikit-learn, which the accountant, calibration,
 # ledger and audit never need; ``audit`` (its black-box estimator) and ``mechanisms``
 # (the Wishart mechanism), and so ``calibrate``, which uses the mechanisms, bring in
 # scipy.stats, which accounting never needs.
-_LAZY_SUBPACKAGES = frozenset({"algorithms", "audit", "calibrate", "interop", "mechanisms"})
+_LAZY_SUBPACKAGES = frozenset(
+    {"algorithms", "audit", "calibrate", "interop", "mechanisms", "model_selection"}
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -82,4 +85,5 @@ __dir__ = namespace(
     "interop",
     "ledger",
     "mechanisms",
+    "model_selection",
 )

@@ -41,6 +41,7 @@ from dpledger._format import up as fmt_up
 from dpledger._table import format_table
 from dpledger.accountant import events as ev
 from dpledger.errors import DPLedgerError, InvalidArgumentError, NotApplicableError
+from dpledger.ledger import commands as ledger_commands
 
 __all__ = ["main"]
 
@@ -283,15 +284,9 @@ def _audit_summary(reports: list[Any]) -> str:
 def _ledger_show(args: argparse.Namespace) -> int:
     from dpledger.ledger import Ledger
 
-    key = None
-    if args.key_file:
-        try:
-            key = Path(args.key_file).read_bytes()
-        except OSError as error:
-            raise InvalidArgumentError(
-                f"cannot read the key file {args.key_file!r}: {error.strerror or error}."
-            ) from error
+    key = ledger_commands.read_key(args)
     with Ledger.open(args.path, key=key, readonly=True) as ledger:
+        ledger.verify(progress=ledger_commands.Progress("verifying"))
         receipts = ledger.receipts
         delta = ledger.delta
         print(f"ledger    : {args.path}  (verified: {len(receipts)} receipts, hash chain intact)")
@@ -336,6 +331,9 @@ def _ledger_show(args: argparse.Namespace) -> int:
         if planned is not None:
             print(f"planned   : {len(planned)} planned releases not yet made")
     return 0
+
+
+# `dpledger ledger verify`, `init-db` and `copy`: dpledger/ledger/commands.py
 
 
 # -- the parser ------------------------------------------------------------------------
@@ -651,27 +649,102 @@ def _parser() -> argparse.ArgumentParser:
     led = _command(
         commands,
         "ledger",
-        "inspect a ledger file",
-        "Inspect a persisted privacy ledger (see docs/ledger.md).",
-        ["dpledger ledger show study.ledger"],
+        "inspect, verify, copy a ledger; set up a team's database",
+        "Inspect a persisted privacy ledger, a file or a team's ledger in PostgreSQL "
+        "(postgresql://user@host/db?ledger=NAME; see docs/ledger.md).",
+        [
+            "dpledger ledger show study.ledger",
+            "dpledger ledger verify postgresql://alice@db.example/studies?ledger=adult",
+        ],
     )
     led_commands = led.add_subparsers(dest="ledger_command", required=True, metavar="COMMAND")
     show = _command(
         led_commands,
         "show",
         "print receipts and spent/remaining",
-        "Verify a ledger file's hash chain (read-only) and print its budget, every "
+        "Verify a ledger's hash chain (read-only) and print its budget, every "
         "receipt, what was spent and what remains.",
         [
             "dpledger ledger show study.ledger",
             "dpledger ledger show study.ledger --key-file study.key",
+            "dpledger ledger show 'postgresql://alice@db.example/studies?ledger=adult'",
         ],
     )
-    show.add_argument("path", help="the ledger's SQLite file")
+    show.add_argument("path", help="the ledger's SQLite file, or a postgresql:// URL")
     show.add_argument(
         "--key-file", default=None, help="file holding the ledger's HMAC key (default: none)"
     )
     show.set_defaults(handler=_ledger_show)
+    verify = _command(
+        led_commands,
+        "verify",
+        "re-verify a whole ledger from its genesis",
+        "Re-verify everything (read-only): every receipt's hash and link, every charge "
+        "recomputed from its release, every running total replayed, the head and the sealed "
+        "total. Opening a ledger checks only the receipts after its last checkpoint; run "
+        "this after a restore, or on a schedule. Exit status 2 if anything does not verify.",
+        [
+            "dpledger ledger verify study.ledger",
+            "dpledger ledger verify 'postgresql://carol@db.example/studies?ledger=adult' "
+            "--key-file study.key",
+        ],
+    )
+    verify.add_argument("path", help="the ledger's SQLite file, or a postgresql:// URL")
+    verify.add_argument(
+        "--key-file", default=None, help="file holding the ledger's HMAC key (default: none)"
+    )
+    verify.add_argument(
+        "--progress", action="store_true", help="show a progress bar even when not on a terminal"
+    )
+    verify.set_defaults(handler=ledger_commands.verify)
+    init = _command(
+        led_commands,
+        "init-db",
+        "install the team-ledger schema and roles in PostgreSQL",
+        "Install (or update; safe to run again) the dpledger schema, its check-and-debit "
+        "trigger and the roles dpledger_owner (creates ledgers, sets budgets), "
+        "dpledger_analyst (spends, reads) and dpledger_auditor (reads) in a database. Run "
+        "as a superuser or the database owner with CREATEROLE; the password comes from "
+        "PGPASSWORD, ~/.pgpass or a service file, never the URL.",
+        [
+            "dpledger ledger init-db postgresql://postgres@db.example/studies",
+            "dpledger ledger init-db postgresql://postgres@db.example/studies "
+            "--owner dana --analyst alice --analyst bob --auditor carol",
+        ],
+    )
+    init.add_argument("url", help="postgresql://user@host:port/database")
+    for role, what in (
+        ("owner", "creates ledgers and quotas"),
+        ("analyst", "spends and reads"),
+        ("auditor", "reads"),
+    ):
+        init.add_argument(
+            f"--{role}",
+            action="append",
+            default=[],
+            metavar="USER",
+            help=f"make an existing database user a member of dpledger_{role} ({what}); repeatable",
+        )
+    init.set_defaults(handler=ledger_commands.init_db)
+    copy = _command(
+        led_commands,
+        "copy",
+        "copy a ledger between a file and PostgreSQL",
+        "Copy a ledger (file to PostgreSQL, PostgreSQL to file, or file to file) with its "
+        "receipts, hash chain and seals unchanged, then verify the copy in full. The "
+        "destination must not hold a ledger of that name yet.",
+        [
+            "dpledger ledger copy study.ledger 'postgresql://dana@db.example/studies?ledger=adult'",
+            "dpledger ledger copy 'postgresql://carol@db.example/studies?ledger=adult' "
+            "backup.ledger",
+        ],
+    )
+    copy.add_argument("source", help="the ledger to copy: a file or a postgresql:// URL")
+    copy.add_argument("destination", help="where to: a new file or a postgresql:// URL")
+    copy.add_argument(
+        "--key-file", default=None, help="file holding the ledger's HMAC key (default: none)"
+    )
+    copy.set_defaults(handler=ledger_commands.copy)
     return parser
 
 

@@ -91,6 +91,9 @@ class Preview:
         interval: The 95 % half-width of the *answer* per cell, or None where it needs a
             number of records that is private (pass ``rows=``).
         note: How the interval was computed (exact, or an approximation at ``rows``).
+        schedule: An estimator's fit: its releases (mechanisms or events) at their
+            calibrated noise, in order — what :meth:`Ledger.check <dpledger.Ledger.check>`
+            takes, so a caller can price several fits together (empty for a query).
     """
 
     query: str
@@ -102,6 +105,7 @@ class Preview:
     interval: float | None
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    schedule: tuple[Any, ...] = ()
 
     def __str__(self) -> str:
         price = "; ".join(f"{name} {_number(value)}" for name, value in self.cost.items())
@@ -194,6 +198,7 @@ def schedule_preview(owner: str, reservation: Any, own: tuple[float, float]) -> 
     a fit with its own (ε, δ) (``ledger=None``) plans its schedule exactly at that budget.
     """
     mechanisms = list(reservation.mechanisms)
+    schedule = tuple(mechanisms)
     labels = [f"{owner}: release {i + 1}" for i in range(len(mechanisms))]
     sensitivities = [float(getattr(m, "sensitivity", math.nan)) for m in mechanisms]
     note = "the coefficients' error depends on the data: see each release's noise"
@@ -202,9 +207,19 @@ def schedule_preview(owner: str, reservation: Any, own: tuple[float, float]) -> 
             owner, labels, mechanisms, sensitivities, reservation.ledger, own
         )
         return Preview(
-            f"{owner}.fit", releases, own[0], own[1], {}, True, None, note + " (its own budget)"
+            f"{owner}.fit",
+            releases,
+            own[0],
+            own[1],
+            {},
+            True,
+            None,
+            note + " (its own budget)",
+            schedule=schedule,
         )
     releases, epsilon, delta, cost, fits = describe(
         owner, labels, mechanisms, sensitivities, reservation.ledger, None
     )
-    return Preview(f"{owner}.fit", releases, epsilon, delta, cost, fits, None, note)
+    return Preview(
+        f"{owner}.fit", releases, epsilon, delta, cost, fits, None, note, schedule=schedule
+    )

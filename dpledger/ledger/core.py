@@ -10,8 +10,10 @@ path (:mod:`.planning`).
 One code path: every receipt — written now, or read back from a file or an export —
 goes through the same transition (:meth:`Ledger._transition`), so a file can never hold
 a spend its budget refuses. With ``path=`` the ledger lives in an SQLite file
-(:mod:`.store`, :mod:`.persistence`): hash-chained receipts, a sealed head, one
-transaction per receipt, verified on open (docs/ledger.md).
+(:mod:`.store`, :mod:`.persistence`) or, with a ``postgresql://`` URL, in a PostgreSQL
+database shared by a team (:mod:`.pgstore`, where the database itself refuses an
+overspend): hash-chained receipts, a sealed head and running total, one transaction per
+receipt, verified on open from a checkpoint (docs/ledger.md).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import datetime as _dt
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -30,14 +33,22 @@ from dpledger.accountant import events as ev
 from dpledger.calibrate.solver import check_count
 from dpledger.errors import (
     BudgetExceededError,
-    DPLedgerError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
     LedgerIntegrityError,
     NotApplicableError,
 )
-from dpledger.ledger import persistence, planning
+from dpledger.ledger import persistence, planning, quotas
 from dpledger.ledger.budgets import Budget
+from dpledger.ledger.chain import (
+    FORMAT,
+    Entry,
+    Row,
+    Store,
+    canonical,
+    chain_hash,
+    make_head,
+)
 from dpledger.ledger.filters import (
     ACCOUNTANT_CHOICES,
     FILTERS,
@@ -53,15 +64,9 @@ from dpledger.ledger.receipts import (
     as_event,
     check_adjacency,
     check_label,
+    principal,
+    receipt_from_body,
     shown_down,
-)
-from dpledger.ledger.store import (
-    FORMAT,
-    LedgerStore,
-    Row,
-    canonical,
-    chain_hash,
-    make_head,
 )
 
 __all__ = ["Ledger", "Receipt"]
@@ -90,7 +95,11 @@ class Ledger:
             "rdp" for subsampled training).
         adjacency: "add_remove" or "replace_one": the neighbouring relation all
             sensitivities charged to this ledger are stated under.
-        path: An SQLite file to keep the ledger in (created if absent, verified if not).
+        path: Where to keep the ledger (created if absent, verified if not): an SQLite
+            file, or a team's ledger in PostgreSQL,
+            ``"postgresql://user@host:5432/db?ledger=NAME"`` (libpq's URL; the password
+            comes from ``PGPASSWORD``, ``~/.pgpass`` or a service file, never the URL;
+            ``ledger`` names the ledger in that database, default "default").
         order: The Rényi order of an "rdp" ledger (default: best for Gaussian-like work).
         workload: For an "rdp" ledger without ``order``: a release (or a whole schedule)
             like those to come; the order is the one at which the most of them fit.
@@ -125,11 +134,7 @@ class Ledger:
     ) -> None:
         self._setup(epsilon, delta, accountant, adjacency, order, key, workload)
         if path is not None:
-            if not isinstance(path, (str, Path)):
-                raise InvalidArgumentTypeError(
-                    f"`path` must be a str or pathlib.Path. Found {type(path).__name__}."
-                )
-            self._attach(LedgerStore(Path(path), key))
+            self._attach(persistence.open_store(path, key, readonly=False, create=True))
 
     def _setup(
         self,
@@ -156,10 +161,15 @@ class Ledger:
         self._state = _State(self._base, self._base.zero())
         self._pending: Filter | None = None  # an auto ledger's choice made by calibrate()
         self._lock = threading.RLock()
-        self._receipts: list[Receipt] = []
+        self._receipts: list[Receipt] = []  # from receipt number self._first on
         self._rows: list[Row] = []
-        self._store: LedgerStore | None = None
+        self._first = 0  # receipts before it are read from the store when asked for
+        self._spent = (0.0, 0.0)
+        self._quota_totals: dict[str, Total] = {}  # exact totals of quotas, in the currency
+        self._quota_defs: dict[str, tuple[float, float]] = {}
+        self._store: Store | None = None
         self._genesis = chain_hash("", canonical(self._stored_config()), key)
+        self._base_hash = self._genesis  # the hash after receipt self._first - 1
 
     # -- construction from files and dicts ---------------------------------------------
 
@@ -172,10 +182,14 @@ class Ledger:
         readonly: bool = False,
         expect_head: tuple[int, str] | None = None,
     ) -> Ledger:
-        """Open an existing ledger file with the budget it was created with.
+        """Open an existing ledger (file or ``postgresql://`` URL) with its stored budget.
+
+        Opening verifies the receipts after the last checkpoint (at most 64) against the
+        sealed head and running total, so it costs the same at any length of history;
+        :meth:`verify` re-verifies everything.
 
         Args:
-            path: The ledger file.
+            path: The ledger file, or a ``postgresql://...?ledger=NAME`` URL.
             key: The key it was created with, if any.
             readonly: Read only (works in a read-only directory); spending raises.
             expect_head: A :attr:`head` recorded earlier (count, hash); the file must still
@@ -197,8 +211,19 @@ class Ledger:
     def _stored_config(self) -> dict[str, Any]:
         return {**self._config(), "format": FORMAT, "keyed": self._key is not None}
 
-    def _attach(self, store: LedgerStore) -> None:
+    def _attach(self, store: Store) -> None:
         persistence.attach(self, store)
+
+    def _count(self) -> int:
+        """The number of receipts this handle knows of."""
+        return self._first + len(self._receipts)
+
+    def _tip_hash(self) -> str:
+        """The chain hash after the last receipt this handle knows of."""
+        return self._receipts[-1].hash if self._receipts else self._base_hash
+
+    def _load_earlier(self) -> None:
+        persistence.load_earlier(self)
 
     # -- the one transition ----------------------------------------------------------------
 
@@ -242,6 +267,7 @@ class Ledger:
         """
         if isinstance(self._state.filter, PlannedFilter):
             return ""
+        self._load_earlier()
         spends = [r.event for r in self._receipts if r.kind == "spend"]
         cache: dict[str, list[Any]] = self.__dict__.setdefault("_replays", {})
         return alternatives(self._state.filter.name, self.epsilon, self.delta, spends, cache, event)
@@ -289,7 +315,7 @@ class Ledger:
         shown = filt.shown(new.total)
         eps, delta = (0.0, 0.0) if not any(new.total) else filt.guarantee(shown)
         return {
-            "seq": len(self._receipts),
+            "seq": self._count(),
             "kind": kind,
             "event": ev.to_dict(event),
             "label": label,
@@ -299,6 +325,7 @@ class Ledger:
             "epsilon": eps,
             "delta": delta,
             "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "principal": {**principal(), **(self._store.identity() if self._store else {})},
         }
 
     def _install(self, body: dict[str, Any], digest: str, event: ev.Event, state: _State) -> None:
@@ -306,47 +333,16 @@ class Ledger:
         if not isinstance(state.filter, AutoFilter):
             self._pending = None
         self._rows.append((body, digest))
-        self._receipts.append(
-            Receipt(
-                seq=body["seq"],
-                kind=body["kind"],
-                event=event,
-                label=body.get("label"),
-                currency=body["currency"],
-                charge=state.filter.budget(tuple(body["charge"]) or state.filter.zero_shown()),
-                total=state.filter.budget(tuple(body["total"])),
-                epsilon=body["epsilon"],
-                delta=body["delta"],
-                timestamp=body["timestamp"],
-                hash=digest,
-                mechanism=body.get("mechanism"),
-            )
-        )
+        self._receipts.append(receipt_from_body(body, digest, event, state.filter))
+        if body["kind"] == "spend":
+            self._spent = (body["epsilon"], body["delta"])
 
     def _absorb(self, rows: Sequence[Row]) -> None:
         """Add verified stored receipts, re-checking each with :meth:`_transition`."""
         for body, digest in rows:
-            seq = body.get("seq")
-            if seq != len(self._receipts):
-                raise LedgerIntegrityError(f"receipt {seq!r} is out of sequence.")
-            try:
-                event = ev.from_dict(body["event"])
-                state = self._transition(self._state, body, event)
-                if body["kind"] == "plan":
-                    event = state.filter.composed  # type: ignore[attr-defined]
-                expected_charge = (
-                    list(state.filter.shown_cost(event)) if body["kind"] == "spend" else []
-                )
-                stored_charge = [float(x) for x in body["charge"]]
-                stored_total = [float(x) for x in body["total"]]
-            except (DPLedgerError, KeyError, TypeError, ValueError) as error:
-                _corrupt(seq, error)
-            if stored_charge != expected_charge:
-                raise LedgerIntegrityError(
-                    f"receipt {seq}: the charge recorded does not match its event."
-                )
-            if stored_total != list(state.filter.shown(state.total)):
-                raise LedgerIntegrityError(f"receipt {seq}: the running total does not add up.")
+            event, state, charge = persistence.replay(self, body)
+            if body.get("quota") is not None:
+                quotas.add(self, body["quota"], state.filter, charge)
             self._install(body, digest, event, state)
 
     # -- spending ------------------------------------------------------------------------
@@ -374,6 +370,10 @@ class Ledger:
             BudgetExceededError: The charge would overrun the budget; nothing is recorded.
             NotApplicableError: This ledger's filter cannot account for the release.
         """
+        return self._spend(item, epsilon, delta, label, None)
+
+    def _spend(self, item: Any, epsilon: Any, delta: Any, label: Any, quota: str | None) -> Receipt:
+        """The body of :meth:`spend` (and of a quota's spend, charged to both)."""
         event = as_event(item, epsilon, delta)
         label = check_label(label)
         check_adjacency(event, self.adjacency)
@@ -381,8 +381,10 @@ class Ledger:
         if item is not None and not isinstance(item, ev.Event):
             extra = {"mechanism": repr(item)}
         try:
-            return self._commit("spend", event, label, extra)
+            return self._commit("spend", event, label, extra, quota)
         except (BudgetExceededError, NotApplicableError) as refused:
+            if str(refused).startswith(("quota ", "the database refused")):
+                raise  # not this ledger's filter: another accountant would not help
             hint = self._alternatives(event)
             if not hint:
                 raise
@@ -413,12 +415,13 @@ class Ledger:
         event: ev.Event,
         label: str | None,
         extra: dict[str, Any] | None = None,
+        quota: str | None = None,
     ) -> Receipt:
         pending: list[_State] = []
 
-        def build(new: list[Row], previous: str) -> dict[str, Any]:
+        def build(new: list[Row], previous: str) -> Entry:
             self._absorb(new)  # what other handles committed first
-            draft = {"seq": len(self._receipts), "kind": kind, **(extra or {})}
+            draft = {"seq": self._count(), "kind": kind, **(extra or {})}
             state = self._transition(self._state, draft, event)
             if kind == "spend" and isinstance(self._state.filter, AutoFilter):
                 extra_filter = {"filter": state.filter.config()}
@@ -430,21 +433,39 @@ class Ledger:
                 **(extra or {}),
                 **extra_filter,
             }
+            filt = state.filter
+            charge = filt.cost(event) if kind == "spend" else filt.zero()
+            quota_total = quota_limit = None
+            if quota is not None:
+                body["quota"] = quota
+                quota_total, quota_limit = quotas.debit(self, quota, filt, charge)
             body["prev"] = previous
             canonical(body)  # fail before writing if anything is not serialisable
             pending.append(state)
-            return body
+            return Entry(
+                body=body,
+                charge=charge,
+                filter=filt.config(),
+                total=state.total,
+                spent=(body["epsilon"], body["delta"]) if kind == "spend" else self._spent,
+                limit=tuple(Fraction(x) for x in filt.limit()),
+                origin=persistence.origin(self),
+                quota=quota,
+                quota_total=quota_total,
+                quota_limit=quota_limit,
+                quotas=quotas.totals_after(self, quota, quota_total),
+            )
 
         with self._lock:
             if self._store is not None:
-                known = len(self._receipts)
-                known_hash = self._receipts[-1].hash if self._receipts else None
-                _, body, digest = self._store.append(known, known_hash, build)
+                _, body, digest = self._store.append(self._count(), self._tip_hash(), build)
             else:
-                previous = self._receipts[-1].hash if self._receipts else self._genesis
-                body = build([], previous)
+                previous = self._tip_hash()
+                body = build([], previous).body
                 digest = chain_hash(previous, canonical(body), self._key)
             state = pending[-1]
+            if quota is not None:
+                quotas.add(self, quota, state.filter, state.filter.cost(event))
             self._install(
                 body, digest, ev.from_dict(body["event"]) if kind == "plan" else event, state
             )
@@ -526,6 +547,10 @@ class Ledger:
 
     reserve = planning.reserve  # the one planning path (documented there)
 
+    # -- quotas --------------------------------------------------------------------------
+
+    quota = quotas.open_quota  # a sub-budget that draws from this ledger (documented there)
+
     # -- planned schedules ---------------------------------------------------------------
 
     def plan(
@@ -549,8 +574,8 @@ class Ledger:
         return planning.plan_schedule(self, events, method, label)
 
     @property
-    def path(self) -> Path | None:
-        """The file the ledger is kept in (None in memory)."""
+    def path(self) -> Path | str | None:
+        """The file the ledger is kept in, or its ``postgresql://`` URL (None in memory)."""
         return None if self._store is None else self._store.path
 
     @property
@@ -577,43 +602,63 @@ class Ledger:
 
     @property
     def spent(self) -> tuple[float, float]:
-        """The filter-tracked (ε, δ) spent so far (never above the budget)."""
+        """The filter-tracked (ε, δ) spent so far (never above the budget).
+
+        Read from the store first: other processes' spends are included.
+        """
         with self._lock:
-            spends = [r for r in self._receipts if r.kind == "spend"]
-            if not spends:
-                return (0.0, 0.0)
-            return (spends[-1].epsilon, spends[-1].delta)
+            self.refresh()
+            return self._spent
 
     @property
     def remaining(self) -> Budget:
-        """What the budget still allows, in the ledger's currency."""
+        """What the budget still allows, in the ledger's currency (read fresh, as ``spent``)."""
         with self._lock:
+            self.refresh()
             filt, total = self._state.filter, self._state.total
             # printed rounded down: what remains must not look larger than it is
             return shown_down(filt.budget(filt.remaining(total)))
 
     @property
     def receipts(self) -> tuple[Receipt, ...]:
-        """Every receipt, oldest first."""
+        """Every receipt, oldest first (read from the store first, as ``spent``)."""
         with self._lock:
+            self.refresh()
+            self._load_earlier()
             return tuple(self._receipts)
 
     @property
     def head(self) -> tuple[int, str]:
         """(number of receipts, hash of the last one): record it to detect rollbacks later."""
         with self._lock:
-            return (
-                len(self._receipts),
-                self._receipts[-1].hash if self._receipts else self._genesis,
-            )
+            self.refresh()
+            return (self._count(), self._tip_hash())
 
     def refresh(self) -> None:
-        """Read receipts other processes added to the file (no-op in memory)."""
+        """Read receipts other processes added to the store (no-op in memory).
+
+        Only the receipts added since this handle last looked are read, verified and
+        replayed: the cost does not grow with the ledger's history.
+        """
         with self._lock:
             if self._store is not None:
-                known = len(self._receipts)
-                previous = self._receipts[-1].hash if self._receipts else None
-                self._absorb(self._store.verify(start=known, previous=previous))
+                self._absorb(self._store.since(self._count(), self._tip_hash()))
+
+    def verify(self, *, progress: Callable[[int, int], None] | None = None) -> int:
+        """Re-verify the whole ledger from its genesis; return the number of receipts.
+
+        Every receipt's hash and chain link, every charge recomputed from its event, every
+        running total replayed through the same rule as a spend, and the head and sealed
+        running total checked against the result. (Opening verifies only the receipts
+        after the last checkpoint; this is the full check — ``dpledger ledger verify``.)
+
+        Args:
+            progress: Called as ``progress(done, total)`` while the receipts are replayed.
+
+        Raises:
+            LedgerIntegrityError: Anything does not verify.
+        """
+        return persistence.verify_all(self, progress)
 
     def check(self, items: Iterable[Any], *, decide: bool = False) -> None:
         """Raise unless these releases, spent now in this order, would all be accepted.
@@ -636,7 +681,7 @@ class Ledger:
         planning.check_schedule(self, items, decide)
 
     def split(self, k: int) -> Any:
-        """k parts of what remains: pass one as a query's ``share`` (:mod:`~dpledger.ledger.split`).
+        """K parts of what remains: pass one as a query's ``share`` (:mod:`~dpledger.ledger.split`).
 
         Each part takes an even part of what remains when its query is charged, and the k
         parts together use the whole remainder, exactly (the last takes all that is left).
@@ -678,6 +723,7 @@ class Ledger:
         """Configuration, receipts and the sealed head, JSON-ready (exports, in-memory)."""
         with self._lock:
             count, digest = self.head
+            self._load_earlier()
             return {
                 "config": self._stored_config(),
                 "receipts": [{**body, "hash": digest} for body, digest in self._rows],
@@ -699,7 +745,7 @@ class Ledger:
         return persistence.from_export(cls, data, key)
 
     def close(self) -> None:
-        """Close the ledger file (if any)."""
+        """Close the ledger file or database connection (if any)."""
         if self._store is not None:
             self._store.close()
 
@@ -727,11 +773,11 @@ class Ledger:
 
     def __repr__(self) -> str:
         eps, delta = self.spent
-        where = f", path={str(self._store.path)!r}" if self._store is not None else ""
+        where = f", path={self._store.where!r}" if self._store is not None else ""
         return (
             f"Ledger(epsilon={self.epsilon!r}, delta={self.delta!r}, accountant="
             f"{self.accountant!r}{where}; spent ({fmt_up(eps)}, {delta:g}), "
-            f"{len(self._receipts)} receipts)"
+            f"{self._count()} receipts)"
         )
 
 

@@ -1,8 +1,12 @@
-"""Receipts, and what a ledger records: events, their depth, adjacency and labels."""
+"""Receipts, and what a ledger records: events, their depth, adjacency, labels and who spent."""
 
 from __future__ import annotations
 
 import dataclasses
+import getpass
+import os
+import socket
+import sys
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -18,6 +22,8 @@ __all__ = [
     "as_event",
     "check_adjacency",
     "check_label",
+    "principal",
+    "receipt_from_body",
     "recordable",
     "shown_down",
 ]
@@ -43,6 +49,11 @@ class Receipt:
         mechanism: The mechanism charged, in data units (its repr), when a mechanism was
             spent; ``event`` is what it releases (for the safe Laplace and Gaussian, the
             discrete event in grid units).
+        principal: Who spent: the operating-system ``user``, ``host``, process id
+            ``pid`` and ``program``, and for a PostgreSQL ledger the database user
+            ``db_user`` (checked by the database); None on receipts written before
+            principals were recorded.
+        quota: The quota the release was also charged to (None: the ledger only).
     """
 
     seq: int
@@ -57,6 +68,8 @@ class Receipt:
     timestamp: str
     hash: str
     mechanism: str | None = None
+    principal: dict[str, Any] | None = None
+    quota: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -73,7 +86,50 @@ class Receipt:
             "timestamp": self.timestamp,
             "hash": self.hash,
             "mechanism": self.mechanism,
+            "principal": self.principal,
+            "quota": self.quota,
         }
+
+
+def receipt_from_body(body: dict[str, Any], digest: str, event: ev.Event, filt: Any) -> Receipt:
+    """The :class:`Receipt` of a stored body (its budgets typed by the filter ``filt``)."""
+    return Receipt(
+        seq=body["seq"],
+        kind=body["kind"],
+        event=event,
+        label=body.get("label"),
+        currency=body["currency"],
+        charge=filt.budget(tuple(body["charge"]) or filt.zero_shown()),
+        total=filt.budget(tuple(body["total"])),
+        epsilon=body["epsilon"],
+        delta=body["delta"],
+        timestamp=body["timestamp"],
+        hash=digest,
+        mechanism=body.get("mechanism"),
+        principal=body.get("principal"),
+        quota=body.get("quota"),
+    )
+
+
+_WHO: dict[str, Any] = {}
+
+
+def principal() -> dict[str, Any]:
+    """Who is spending: operating-system user, host, process id and program name.
+
+    Recorded on every receipt (and hashed with it). A user name that cannot be found
+    (no passwd entry, as in some containers) is recorded as the numeric uid.
+    """
+    pid = os.getpid()
+    if _WHO.get("pid") != pid:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):
+            user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+        program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+        _WHO.clear()
+        _WHO.update(user=user, host=socket.gethostname(), pid=pid, program=program)
+    return dict(_WHO)
 
 
 def as_event(item: Any, epsilon: Any, delta: Any) -> ev.Event:

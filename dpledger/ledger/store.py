@@ -1,14 +1,23 @@
-"""SQLite persistence for ledgers: one IMMEDIATE transaction per receipt, hash chain, sealed head.
+"""Ledger persistence: the hash chain, the sealed head and state, and the SQLite file store.
 
-Layout: ``meta(key, value)`` holds the ledger's configuration, the genesis hash (the hash
-of the configuration) and the *head* — the number of receipts, the hash of the last one
-and a seal over both. ``receipts(seq, body, hash)`` is append-only;
-``hash = H(previous hash ‖ body)`` with SHA-256, or HMAC-SHA256 when a key is given, and
-``seal = H("head" ‖ count ‖ hash)`` likewise. The file carries SQLite's
-``application_id`` so that another application's database is never mistaken for (or
-turned into) a ledger.
+What every store keeps (SQLite here, PostgreSQL in :mod:`.pgstore`): the configuration,
+the genesis hash (the hash of the configuration), append-only receipts
+``(seq, body, hash)`` with ``hash = H(previous hash ‖ body)`` (SHA-256, or HMAC-SHA256
+when a key is given), the *head* — the number of receipts, the hash of the last one and a
+seal ``H("head" ‖ count ‖ hash)`` — and the *state*: the exact running total in the
+ledger's currency after the last receipt, the filter in force, the (ε, δ) spent, and a
+*checkpoint* (the same after an earlier receipt, at most :data:`CHECKPOINT_EVERY` back),
+all under one seal. Opening a ledger verifies the chain from the checkpoint to the head
+and replays those receipts from the checkpoint's total, so it costs the same at 10² and
+10⁵ receipts; :meth:`Ledger.verify <dpledger.Ledger.verify>` (``dpledger ledger verify``)
+re-verifies everything from the genesis. A file written before the state existed is
+verified whole on open, and gains a state at its next receipt.
 
-What verification on open detects (the threat model, also in docs/ledger.md):
+The SQLite file: ``meta(key, value)`` holds the configuration, genesis, head and state;
+``receipts(seq, body, hash)``. The file carries SQLite's ``application_id`` so that
+another application's database is never mistaken for (or turned into) a ledger.
+
+What verification detects (the threat model, also in docs/ledger.md):
 
 * **Without a key** — accidents and careless edits: an edited receipt or configuration,
   a deleted or truncated tail whose head was left alone, a torn or corrupt file. Anyone
@@ -22,6 +31,9 @@ What verification on open detects (the threat model, also in docs/ledger.md):
   :attr:`Ledger.head` somewhere else (an experiment log) and pass it back as
   ``Ledger.open(..., expect_head=...)`` to detect a rollback of that kind too.
 
+Opening verifies the receipts after the checkpoint; an edit of an older receipt is found
+by the full verification, not on open.
+
 Durability. The database runs in rollback-journal mode (``journal_mode=DELETE``,
 ``synchronous=FULL``): when a commit returns, every committed receipt is in the main
 file itself, so a plain copy of the ``.ledger`` file (a backup, rsync) holds the whole
@@ -30,21 +42,21 @@ misses, silently restoring spent budget. Rollback-journal mode also lets a ledge
 read-only directory be read (``readonly=True``).
 
 Concurrency. Each write is one ``BEGIN IMMEDIATE`` transaction that re-reads and
-verifies what other processes appended before deciding; each read of the chain is one
-read transaction (one snapshot of ``meta`` and ``receipts`` together). One connection
-per process is shared by the threads of that process under a lock; a forked child
-opens its own.
+verifies what other processes appended before deciding; writers take turns first come,
+first served (:mod:`.fairlock`), not by SQLite's busy wait, which starves the slower
+process. Each read is one read transaction (one snapshot of ``meta`` and ``receipts``
+together). One connection per process is shared by the threads of that process under a
+lock; a forked child opens its own.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -52,96 +64,28 @@ from urllib.parse import quote
 
 from dpledger._public import namespace
 from dpledger.errors import InvalidArgumentError, LedgerIntegrityError
+from dpledger.ledger.chain import (
+    APPLICATION_ID,
+    FORMAT,
+    Build,
+    Row,
+    Snapshot,
+    Tip,
+    canonical,
+    chain_hash,
+    check_head,
+    check_state,
+    check_tip,
+    make_head,
+    next_checkpoint,
+    parse_quotas,
+    seal,
+    state_record,
+    verify_rows,
+)
+from dpledger.ledger.fairlock import TicketLock
 
-__all__ = ["APPLICATION_ID", "FORMAT", "LedgerStore", "canonical"]
-
-FORMAT = "dpledger-ledger-2"
-"""The stored format (version 2: sealed head, application_id, rollback journal)."""
-
-APPLICATION_ID = 0x44504C47
-"""SQLite ``application_id`` of a ledger file ("DPLG")."""
-
-Row = tuple[dict[str, Any], str]
-
-
-def canonical(data: Any) -> str:
-    """Canonical JSON (sorted keys, no spaces, no NaN) — the bytes that are hashed."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def chain_hash(previous: str, body: str, key: bytes | None) -> str:
-    """SHA-256 (or HMAC-SHA256 with ``key``) of ``previous ‖ body``."""
-    payload = (previous + "\n" + body).encode()
-    if key is not None:
-        return hmac.new(key, payload, hashlib.sha256).hexdigest()
-    return hashlib.sha256(payload).hexdigest()
-
-
-def seal(count: int, digest: str, key: bytes | None) -> str:
-    """The head's seal: H("dpledger-head" ‖ count ‖ hash), an HMAC when keyed.
-
-    Domain-separated from receipt hashes (a receipt hash can never serve as a seal).
-    """
-    return chain_hash("dpledger-head", f"{count}\n{digest}", key)
-
-
-def make_head(count: int, digest: str, key: bytes | None) -> dict[str, Any]:
-    """The head record {count, hash, seal}."""
-    return {"count": count, "hash": digest, "seal": seal(count, digest, key)}
-
-
-def check_head(head: Any, count: int, digest: str, key: bytes | None, where: str) -> None:
-    """Raise unless ``head`` records exactly ``count`` receipts ending at ``digest``, sealed.
-
-    Raises:
-        LedgerIntegrityError: The head is missing, does not match the chain, or its seal
-            does not verify (with a key: someone without the key moved it).
-    """
-    if not isinstance(head, dict):
-        raise LedgerIntegrityError(f"{where}: the ledger's head record is missing or malformed.")
-    if head.get("count") != count or head.get("hash") != digest:
-        raise LedgerIntegrityError(
-            f"{where}: the ledger has {count} receipts but its head records "
-            f"{head.get('count')!r}: receipts were deleted, the file was truncated, or the "
-            "head was moved."
-        )
-    stored_seal = head.get("seal")
-    if not isinstance(stored_seal, str) or not hmac.compare_digest(
-        stored_seal, seal(count, digest, key)
-    ):
-        raise LedgerIntegrityError(
-            f"{where}: the ledger's head seal does not verify: the head was rewritten "
-            "(receipts removed and the head reset) or the key is wrong."
-        )
-
-
-def verify_rows(
-    rows: list[tuple[int, str, str]], start: int, previous: str, key: bytes | None, where: str
-) -> list[Row]:
-    """Verify chained receipt rows ``(seq, body, hash)`` that follow ``previous``.
-
-    Returns:
-        (parsed body, hash) of each row.
-    """
-    out: list[Row] = []
-    prev = previous
-    for offset, (seq, body, stored) in enumerate(rows):
-        if seq != start + offset:
-            raise LedgerIntegrityError(f"{where}: receipt {start + offset} is missing.")
-        expected = chain_hash(prev, body, key)
-        if not isinstance(stored, str) or not hmac.compare_digest(expected, stored):
-            raise LedgerIntegrityError(
-                f"{where}: receipt {seq} was modified (its hash does not match)."
-            )
-        try:
-            parsed = json.loads(body)
-        except ValueError as error:
-            raise LedgerIntegrityError(f"{where}: receipt {seq} is not valid JSON.") from error
-        if not isinstance(parsed, dict) or parsed.get("prev") != prev or parsed.get("seq") != seq:
-            raise LedgerIntegrityError(f"{where}: receipt {seq} is out of order.")
-        out.append((parsed, expected))
-        prev = expected
-    return out
+__all__ = ["APPLICATION_ID", "FORMAT", "LedgerStore", "canonical", "seal"]
 
 
 @contextmanager
@@ -203,10 +147,20 @@ class LedgerStore:
                 f"the directory of `path` does not exist: {str(self.path.parent)!r}."
             )
         self._lock = threading.RLock()
+        self._turns = TicketLock(self.path.with_name(self.path.name + ".lock"))
         self._pid = -1
         self._conn: sqlite3.Connection | None = None
         with self._lock:
             self._connection()
+
+    @property
+    def where(self) -> str:
+        """The file, as shown in messages."""
+        return str(self.path)
+
+    def identity(self) -> dict[str, Any]:
+        """What the store adds to a receipt's principal (nothing: the OS user is recorded)."""
+        return {}
 
     # -- connection ---------------------------------------------------------------------
 
@@ -246,6 +200,7 @@ class LedgerStore:
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
             self._conn = None
+            self._turns.close()
 
     def hash(self, previous: str, body: str) -> str:
         """The chain hash of ``body`` after ``previous``."""
@@ -253,8 +208,12 @@ class LedgerStore:
 
     @contextmanager
     def _transaction(self, immediate: bool) -> Iterator[sqlite3.Connection]:
-        """One transaction (IMMEDIATE for writes, deferred for a consistent read)."""
-        with self._lock, _translated(self.path):
+        """One transaction (IMMEDIATE for writes, in turn; deferred for a consistent read)."""
+        with (
+            self._lock,
+            self._turns.hold() if immediate else _nothing(),
+            _translated(self.path),
+        ):
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
             try:
@@ -266,8 +225,11 @@ class LedgerStore:
 
     # -- creating and reading -------------------------------------------------------------
 
-    def initialise(self, config: dict[str, Any]) -> dict[str, Any]:
+    def initialise(self, config: dict[str, Any], limits: list[Any] | None = None) -> dict[str, Any]:
         """Create the ledger with ``config``, or return the stored config if it exists.
+
+        ``limits`` (what a database store enforces) is not needed here: a file's writer is
+        trusted to run this library's checks.
 
         Raises:
             LedgerIntegrityError: The file is another application's SQLite database, or a
@@ -340,19 +302,8 @@ class LedgerStore:
         with self._transaction(immediate=False) as conn:
             return self._config(conn)
 
-    def verify(self, start: int = 0, previous: str | None = None) -> list[Row]:
-        """Verify the chain (from receipt ``start`` after hash ``previous``) in one snapshot.
-
-        Returns:
-            (body, hash) of each receipt from ``start`` on.
-
-        Raises:
-            LedgerIntegrityError: The configuration, a receipt or the head does not verify.
-        """
-        with self._transaction(immediate=False) as conn:
-            return self._verify(conn, start, previous)
-
-    def _verify(self, conn: sqlite3.Connection, start: int, previous: str | None) -> list[Row]:
+    def _meta(self, conn: sqlite3.Connection) -> tuple[dict[str, str], str]:
+        """The metadata, checked: (meta, genesis)."""
         where = str(self.path)
         self._config(conn)
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
@@ -364,32 +315,126 @@ class LedgerStore:
             raise LedgerIntegrityError(
                 f"{where}: the ledger configuration was modified (or the key is wrong)."
             )
-        rows = conn.execute(
-            "SELECT seq, body, hash FROM receipts WHERE seq >= ? ORDER BY seq", (start,)
-        ).fetchall()
-        verified = verify_rows(
-            rows, start, genesis if previous is None else previous, self._key, where
-        )
-        last = verified[-1][1] if verified else (genesis if previous is None else previous)
+        return meta, genesis
+
+    def _json(self, text: str, what: str) -> Any:
         try:
-            head = json.loads(meta["head"])
+            return json.loads(text)
         except ValueError as error:
-            raise LedgerIntegrityError(f"{where}: the ledger's head is not valid JSON.") from error
-        check_head(head, start + len(rows), last, self._key, where)
-        return verified
+            raise LedgerIntegrityError(
+                f"{self.path!s}: the ledger's {what} is not valid JSON."
+            ) from error
+
+    def _rows(self, conn: sqlite3.Connection, start: int, stop: int | None = None) -> list[Any]:
+        if stop is None:
+            query, args = (
+                "SELECT seq, body, hash FROM receipts WHERE seq >= ? ORDER BY seq",
+                (start,),
+            )
+        else:
+            query = "SELECT seq, body, hash FROM receipts WHERE seq >= ? AND seq < ? ORDER BY seq"
+            args = (start, stop)  # type: ignore[assignment]
+        return conn.execute(query, args).fetchall()
+
+    def _state(self, meta: dict[str, str]) -> tuple[Tip, Tip] | None:
+        if "state" not in meta:
+            return None
+        return check_state(self._json(meta["state"], "state"), self._key, str(self.path))
+
+    def snapshot(self) -> Snapshot:
+        """The sealed state and the receipts after its checkpoint, verified, in one read.
+
+        Raises:
+            LedgerIntegrityError: The configuration, a receipt, the head or the state does
+                not verify.
+        """
+        where = str(self.path)
+        with self._transaction(immediate=False) as conn:
+            meta, genesis = self._meta(conn)
+            head = self._json(meta["head"], "head")
+            state = self._state(meta)
+            if state is not None and isinstance(head, dict) and state[0].count != head.get("count"):
+                state = None  # written by an older version (no state): verify from the genesis
+            if state is None:
+                rows = verify_rows(self._rows(conn, 0), 0, genesis, self._key, where)
+                check_head(head, len(rows), rows[-1][1] if rows else genesis, self._key, where)
+                return Snapshot(None, None, rows, None)
+            tip, checkpoint = state
+            start = checkpoint.count
+            rows = verify_rows(self._rows(conn, start), start, checkpoint.hash, self._key, where)
+            check_head(
+                head, start + len(rows), rows[-1][1] if rows else checkpoint.hash, self._key, where
+            )
+            check_tip(tip, head, where)
+            first = None
+            if start > 0:
+                first = verify_rows(self._rows(conn, 0, 1), 0, genesis, self._key, where)[0]
+            return Snapshot(checkpoint, tip, rows, first)
+
+    def since(self, start: int = 0, previous: str | None = None) -> list[Row]:
+        """Verify the chain (from receipt ``start`` after hash ``previous``) in one snapshot.
+
+        Returns:
+            (body, hash) of each receipt from ``start`` on.
+
+        Raises:
+            LedgerIntegrityError: The configuration, a receipt or the head does not verify.
+        """
+        with self._transaction(immediate=False) as conn:
+            return self._since(conn, start, previous)
+
+    def _since(self, conn: sqlite3.Connection, start: int, previous: str | None) -> list[Row]:
+        where = str(self.path)
+        meta, genesis = self._meta(conn)
+        if start > 0 and previous is None:
+            raise LedgerIntegrityError(f"{where}: internal error: no hash to continue from.")
+        prev = genesis if previous is None else previous
+        rows = verify_rows(self._rows(conn, start), start, prev, self._key, where)
+        last = rows[-1][1] if rows else prev
+        check_head(self._json(meta["head"], "head"), start + len(rows), last, self._key, where)
+        return rows
+
+    def prefix(self, stop: int) -> list[Row]:
+        """The verified receipts ``0 .. stop - 1``, chained from the genesis."""
+        with self._transaction(immediate=False) as conn:
+            _, genesis = self._meta(conn)
+            return verify_rows(self._rows(conn, 0, stop), 0, genesis, self._key, str(self.path))
+
+    def full(self) -> tuple[list[Row], Tip | None]:
+        """Every receipt verified from the genesis to the head, and the sealed state."""
+        with self._transaction(immediate=False) as conn:
+            meta, genesis = self._meta(conn)
+            where = str(self.path)
+            rows = verify_rows(self._rows(conn, 0), 0, genesis, self._key, where)
+            head = self._json(meta["head"], "head")
+            check_head(head, len(rows), rows[-1][1] if rows else genesis, self._key, where)
+            state = self._state(meta)
+            if state is not None:
+                check_tip(state[0], head, where)
+            return rows, None if state is None else state[0]
+
+    def hash_at(self, count: int) -> str | None:
+        """The chain hash after ``count`` receipts (the genesis for 0; None past the end)."""
+        with self._transaction(immediate=False) as conn:
+            _, genesis = self._meta(conn)
+            if count == 0:
+                return genesis
+            row = conn.execute("SELECT hash FROM receipts WHERE seq = ?", (count - 1,)).fetchone()
+            return None if row is None else str(row[0])
 
     def append(
         self,
         known: int,
         known_hash: str | None,
-        build: Callable[[list[Row], str], dict[str, Any]],
+        build: Build,
     ) -> tuple[list[Row], dict[str, Any], str]:
         """Atomically append one receipt.
 
-        Inside one IMMEDIATE transaction: verify and read the receipts other processes
-        added after the first ``known``; call ``build(new_receipts, previous_hash)``, which
-        returns the body to append or raises (nothing is written then); write the body,
-        move and re-seal the head; commit (durable in the main file: rollback journal with
+        Inside one IMMEDIATE transaction (taken in turn, first come first served): verify
+        and read the receipts other processes added after the first ``known``; call
+        ``build(new_receipts, previous_hash)``, which returns the :class:`Entry` to append
+        or raises (nothing is written then); write the receipt, move and re-seal the head
+        and the state; commit (durable in the main file: rollback journal with
         ``synchronous=FULL``).
 
         Returns:
@@ -400,24 +445,58 @@ class LedgerStore:
                 f"the ledger {str(self.path)!r} was opened read-only; nothing can be spent."
             )
         with self._transaction(immediate=True) as conn:
-            new = self._verify(conn, known, known_hash)
-            previous = new[-1][1] if new else (known_hash or self._genesis(conn))
-            body = build(new, previous)
+            new = self._since(conn, known, known_hash)
+            meta, genesis = self._meta(conn)
+            previous = new[-1][1] if new else (known_hash or genesis)
+            entry = build(new, previous)
+            body = entry.body
             text = canonical(body)
             digest = self.hash(previous, text)
+            stored = self._state(meta)
+            checkpoint = entry.origin if stored is None else stored[1]
+            tip = Tip(body["seq"] + 1, digest, entry.filter, entry.total, entry.spent, entry.quotas)
             conn.execute(
                 "INSERT INTO receipts (seq, body, hash) VALUES (?, ?, ?)",
                 (body["seq"], text, digest),
             )
             conn.execute(
                 "UPDATE meta SET value=? WHERE key='head'",
-                (canonical(make_head(body["seq"] + 1, digest, self._key)),),
+                (canonical(make_head(tip.count, digest, self._key)),),
+            )
+            record = state_record(tip, next_checkpoint(tip, checkpoint), self._key)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('state', ?)", (canonical(record),)
             )
         return new, body, digest
 
-    def _genesis(self, conn: sqlite3.Connection) -> str:
-        row = conn.execute("SELECT value FROM meta WHERE key='genesis'").fetchone()
-        return str(row[0])
+    def quotas(self) -> dict[str, tuple[float, float]]:
+        """The quotas defined in the file: name → (ε, δ)."""
+        with self._transaction(immediate=False) as conn:
+            meta, _ = self._meta(conn)
+        return parse_quotas(meta.get("quotas"), str(self.path))
+
+    def add_quota(
+        self, name: str, epsilon: float, delta: float, limits: list[Any]
+    ) -> tuple[float, float]:
+        """Define quota ``name`` (or return the (ε, δ) it already has); one transaction."""
+        if self.readonly:
+            raise InvalidArgumentError(
+                f"the ledger {str(self.path)!r} was opened read-only; no quota can be made."
+            )
+        with self._transaction(immediate=True) as conn:
+            meta, _ = self._meta(conn)
+            found = parse_quotas(meta.get("quotas"), str(self.path))
+            if name in found:
+                return found[name]
+            found[name] = (epsilon, delta)
+            text = canonical({k: {"epsilon": e, "delta": d} for k, (e, d) in found.items()})
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('quotas', ?)", (text,))
+        return (epsilon, delta)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 __dir__ = namespace(__all__)

@@ -1,8 +1,8 @@
 """The house rules, checked on the whole package (docs/architecture.md).
 
 * **Layers**: foundation (the root's private helpers and ``errors``) < accountant <
-  mechanisms < calibrate < ledger < algorithms < audit < the top (``dpledger``, the CLI):
-  no module imports a higher layer, not even inside a function.
+  mechanisms < calibrate < ledger < algorithms < interop < model_selection < audit < the
+  top (``dpledger``, the CLI): no module imports a higher layer, not even inside a function.
 * **No cycle**: the module-level import graph is acyclic.
 * **No private name crosses a layer**: an underscore module or name of one layer is
   never imported by another (the foundation's modules are the shared helpers); no module
@@ -46,6 +46,7 @@ LAYERS = [
     "ledger",
     "algorithms",
     "interop",
+    "model_selection",
     "audit",
     "top",
 ]

@@ -40,6 +40,8 @@ SCRIPTS: dict[str, tuple[list[str], str, tuple[str, ...]]] = {
     "linear_regression.py": (["--plot", "{tmp}/linear.png"], "ADASSP calibrated", ()),
     "logistic_regression.py": (["--plot-dir", "{tmp}"], "noisy GD", ()),
     "tables.py": ([], "peak ÷ dask's", ("dask", "pandas")),
+    "tuning.py": ([], "private random search", ()),
+    "ledger_team.py": ([], "spends/s", ()),
 }
 
 

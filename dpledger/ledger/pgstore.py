@@ -1,0 +1,708 @@
+"""PostgreSQL persistence: one privacy budget shared by a team, enforced by the database.
+
+``Ledger(epsilon, delta, path="postgresql://user@host:5432/db?ledger=NAME")`` keeps the
+ledger ``NAME`` in that database (created by a member of ``dpledger_owner``, opened by
+anyone who may read it). The URL is libpq's; the ``ledger`` parameter names the ledger
+(default ``default``). A password is never taken from the URL — it would end up in
+scripts, shell histories and receipts' error messages — but from ``PGPASSWORD``,
+``~/.pgpass`` or a service file (``?service=NAME``), as libpq does.
+
+The same chain, seal and sealed state as a file (:mod:`.store`), in the tables of
+:mod:`.pgschema`. A spend is one transaction: lock the ledger's head row
+(``dpledger.lock_head``), read and verify the receipts other clients appended since this
+handle last looked, decide with the ledger's rule, insert the receipt with its exact
+charge and running total — and the database's trigger adds the charge to its own exact
+total and refuses the insert unless it is within the limit the owner set (and within the
+quota's). Spenders on every host serialise on that one row (PostgreSQL queues the
+waiters in order); nothing else grows with history.
+
+psycopg 3 is imported only here (``pip install "dpledger[postgres]"``). Every error of
+the database or the network comes out as a dpledger error naming what failed; a server
+that does not answer within the client timeout (30 s, ``DPLEDGER_PG_TIMEOUT``) gives an
+error, never a hang.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import decimal
+import hmac
+import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from fractions import Fraction
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from dpledger._public import namespace
+from dpledger.errors import (
+    BudgetExceededError,
+    InvalidArgumentError,
+    LedgerIntegrityError,
+)
+from dpledger.ledger.chain import (
+    FORMAT,
+    Build,
+    Entry,
+    Exact,
+    Row,
+    Snapshot,
+    Tip,
+    canonical,
+    chain_hash,
+    check_head,
+    check_state,
+    check_tip,
+    decimal_int,
+    decimal_text,
+    make_head,
+    next_checkpoint,
+    parse_quotas,
+    state_record,
+    verify_rows,
+)
+from dpledger.ledger.pgschema import SCHEMA_SQL
+
+__all__ = ["DEFAULT_LEDGER", "PostgresStore", "exact_decimal", "init_db", "parse_url"]
+
+DEFAULT_LEDGER = "default"
+"""The ledger a URL without ``?ledger=`` names."""
+
+_TIMEOUT = 30.0
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as error:
+        raise InvalidArgumentError(
+            "a postgresql:// ledger needs psycopg 3: pip install 'dpledger[postgres]' "
+            "(or pip install 'psycopg[binary]')."
+        ) from error
+    return psycopg
+
+
+def parse_url(url: str) -> tuple[str, str, str]:
+    """(libpq conninfo, ledger name, URL as shown) of a ``postgresql://`` ledger URL.
+
+    Raises:
+        InvalidArgumentError: The URL holds a password, or names no valid ledger.
+    """
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError as error:
+        raise InvalidArgumentError(f"the ledger URL is malformed: {error}.") from None
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if password is not None or any(k == "password" for k, _ in query):
+        raise InvalidArgumentError(
+            "the ledger URL must not contain a password (it would be stored in scripts and "
+            "shown in messages): give it in PGPASSWORD, ~/.pgpass or a service file."
+        )
+    names = [v for k, v in query if k == "ledger"]
+    if len(names) > 1:
+        raise InvalidArgumentError("the ledger URL names more than one `ledger`.")
+    name = names[0] if names else DEFAULT_LEDGER
+    if not 1 <= len(name) <= 200 or not name.isprintable():
+        raise InvalidArgumentError(
+            f"`ledger` in the URL must be 1 to 200 printable characters. Found {name!r}."
+        )
+    rest = [(k, v) for k, v in query if k != "ledger"]
+    conninfo = urlunsplit(parts._replace(query=urlencode(rest, safe="/")))
+    shown = urlunsplit(parts._replace(query=urlencode([*rest, ("ledger", name)], safe="/")))
+    return conninfo, name, shown
+
+
+def exact_decimal(value: float) -> str:
+    """The exact decimal expansion of a float (what ``numeric`` stores)."""
+    return format(decimal.Decimal(value), "f")
+
+
+def _texts(values: Exact) -> tuple[list[str], list[str]]:
+    nums = [decimal_text(v.numerator) for v in values]
+    return nums, [decimal_text(v.denominator) for v in values]
+
+
+def _exact(nums: Any, dens: Any) -> Exact:
+    pairs = zip(nums, dens, strict=True)
+    return tuple(Fraction(decimal_int(str(n)), decimal_int(str(d))) for n, d in pairs)
+
+
+def _message(error: Any) -> str:
+    diag = getattr(error, "diag", None)
+    primary = getattr(diag, "message_primary", None) if diag is not None else None
+    if primary:
+        return str(primary)
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+_CLASSES: dict[int, Any] = {}
+
+
+def _timed(psycopg: Any) -> Any:
+    """Psycopg's Connection whose every wait for the server is bounded by ``op_timeout``."""
+    found = _CLASSES.get(id(psycopg))
+    if found is None:
+
+        class TimedConnection(psycopg.Connection):  # type: ignore[misc]
+            """A stopped server gives an error after ``op_timeout`` seconds, not a hang."""
+
+            op_timeout: float = _TIMEOUT
+
+            def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+                bound = self.op_timeout if timeout is None else timeout
+                return super().wait(gen, interval=interval, timeout=bound)
+
+        found = _CLASSES[id(psycopg)] = TimedConnection
+    return found
+
+
+class PostgresStore:
+    """A ledger in a PostgreSQL database (see the module doc). Thread- and fork-safe.
+
+    Args:
+        url: ``postgresql://user@host:port/db?ledger=NAME`` (libpq's URL, no password).
+        key: Optional HMAC key for the chain and the seals.
+        readonly: Read only (spending raises).
+        create: A ledger may be created (``Ledger(...)``); else it must exist.
+    """
+
+    def __init__(
+        self, url: str, key: bytes | None = None, *, readonly: bool = False, create: bool = True
+    ) -> None:
+        self._psycopg = _psycopg()
+        self._conninfo, self.name, self.url = parse_url(url)
+        self._key = key
+        self.readonly = readonly
+        self.create = create
+        self._lock = threading.RLock()
+        self._conn: Any = None
+        self._pid = -1
+        self._user = ""
+        self.timeout = float(os.environ.get("DPLEDGER_PG_TIMEOUT", _TIMEOUT))
+        with self._lock:
+            self._connection()
+
+    @property
+    def where(self) -> str:
+        """The URL (it never holds a password)."""
+        return self.url
+
+    @property
+    def path(self) -> str:
+        """The URL, as :attr:`Ledger.path <dpledger.Ledger.path>` shows it."""
+        return self.url
+
+    def identity(self) -> dict[str, Any]:
+        """The database user, recorded on receipts (the database checks it)."""
+        with self._lock:
+            self._connection()
+            return {"db_user": self._user}
+
+    # -- connection and errors ----------------------------------------------------------
+
+    def _connection(self) -> Any:
+        """This process's connection (reopened after a fork or a failure). Under the lock."""
+        conn = self._conn
+        if conn is not None and self._pid == os.getpid() and not conn.closed and not conn.broken:
+            return conn
+        psycopg = self._psycopg
+        timeout = self.timeout
+        params = psycopg.conninfo.conninfo_to_dict(self._conninfo)
+        extra: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in params:
+            extra["connect_timeout"] = max(2, int(timeout))
+        if "application_name" not in params:
+            extra["application_name"] = "dpledger"
+        with self._translated("connecting to"):
+            conn = _timed(psycopg).connect(self._conninfo, **extra)
+            conn.op_timeout = timeout
+            try:
+                user, durable = conn.execute(
+                    "SELECT session_user, current_setting('synchronous_commit')"
+                ).fetchone()
+                self._user = str(user)
+                if durable in ("off", "local"):  # the barrier needs at least a local flush
+                    conn.execute("SET synchronous_commit = on")
+            except BaseException:
+                conn.close()
+                raise
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    @contextmanager
+    def _translated(self, action: str) -> Iterator[None]:
+        """Turn psycopg's errors into dpledger errors that say what failed."""
+        psycopg = self._psycopg
+        errors = psycopg.errors
+        try:
+            yield
+        except psycopg.Error as error:
+            text = _message(error)
+            state = getattr(error, "sqlstate", None)
+            where = f"the ledger {self.name!r} at {self.url!r}"
+            if state == "DPL01":
+                raise BudgetExceededError(f"{text}.") from None
+            if state in ("DPL02", "DPL03", "DPL04"):
+                raise LedgerIntegrityError(f"{where}: {text}.") from None
+            if isinstance(error, errors.InsufficientPrivilege):
+                raise InvalidArgumentError(
+                    f"{where}: the database user {self._user or 'connecting'!r} may not do "
+                    f"this ({action}): {text}. Creating ledgers and quotas needs the role "
+                    "dpledger_owner, spending dpledger_analyst, reading dpledger_auditor "
+                    "(docs/ledger.md, 'A ledger for a team')."
+                ) from None
+            if isinstance(error, (errors.UndefinedTable, errors.InvalidSchemaName)):
+                raise InvalidArgumentError(
+                    f"{where}: the database has no dpledger schema ({text}); its owner installs "
+                    "it with `dpledger ledger init-db URL`."
+                ) from None
+            if (
+                isinstance(error, psycopg.OperationalError)
+                or self._conn is None
+                or (self._conn is not None and (self._conn.closed or self._conn.broken))
+            ):
+                self._drop()
+                raise LedgerIntegrityError(
+                    f"{where}: the database could not be reached or stopped answering while "
+                    f"{action} ({text}). If a spend was being recorded it may or may not have "
+                    "been committed — nothing was released; open the ledger again to see."
+                ) from None
+            raise LedgerIntegrityError(
+                f"{where}: the database failed while {action}: {text}."
+            ) from (None)
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None and self._pid == os.getpid():
+            with contextlib.suppress(Exception):  # already broken: nothing more to report
+                conn.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._drop()
+
+    @contextmanager
+    def _transaction(self, action: str, *, snapshot: bool = False) -> Iterator[Any]:
+        """One transaction (REPEATABLE READ READ ONLY for a consistent read)."""
+        with self._lock, self._translated(action):
+            conn = self._connection()
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if snapshot else "BEGIN")
+            try:
+                yield conn
+            except BaseException:
+                if not conn.closed and not conn.broken:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except self._psycopg.Error:
+                        self._drop()
+                raise
+            conn.execute("COMMIT")
+
+    # -- creating and reading -------------------------------------------------------------
+
+    def _row(self, conn: Any) -> Any:
+        row = conn.execute(
+            "SELECT config, genesis, count, hash, seal, state, total_num::text[], "
+            "total_den::text[] FROM dpledger.ledgers WHERE name = %s",
+            (self.name,),
+        ).fetchone()
+        if row is None:
+            raise InvalidArgumentError(
+                f"there is no ledger {self.name!r} in the database {self.url!r}; "
+                "create it with Ledger(epsilon, delta, path=URL) as a member of dpledger_owner."
+            )
+        return row
+
+    def _checked(self, config: str, genesis: str) -> dict[str, Any]:
+        """The stored configuration, verified against the genesis (and format)."""
+        where = self.url
+        if not hmac.compare_digest(chain_hash("", config, self._key), str(genesis)):
+            raise LedgerIntegrityError(
+                f"{where}: the ledger configuration was modified (or the key is wrong)."
+            )
+        try:
+            parsed = json.loads(config)
+        except ValueError as error:
+            raise LedgerIntegrityError(f"{where}: the configuration is not valid JSON.") from error
+        if not isinstance(parsed, dict) or parsed.get("format") != FORMAT:
+            raise LedgerIntegrityError(f"{where}: not a ledger of format {FORMAT!r}.")
+        return parsed
+
+    def initialise(self, config: dict[str, Any], limits: list[Any] | None = None) -> dict[str, Any]:
+        """Create the ledger (as its owner) with the exact limits of the filters it may use.
+
+        Returns the stored configuration if the ledger exists (its genesis verified).
+        """
+        body = canonical({**config, "format": FORMAT, "keyed": self._key is not None})
+        with self._transaction("reading the ledger") as conn:
+            row = conn.execute(
+                "SELECT config, genesis FROM dpledger.ledgers WHERE name = %s", (self.name,)
+            ).fetchone()
+        if row is not None:
+            stored = json.loads(row[0]) if isinstance(row[0], str) else None
+            if isinstance(stored, dict) and stored.get("keyed") != (self._key is not None):
+                return stored  # the caller reports a key mismatch by name
+            return self._checked(row[0], row[1])
+        if self.readonly or not self.create:
+            self._row_missing()
+        genesis = chain_hash("", body, self._key)
+        seal = make_head(0, genesis, self._key)["seal"]
+        with self._transaction("creating the ledger") as conn:
+            created = conn.execute(
+                "INSERT INTO dpledger.ledgers (name, config, genesis, keyed, epsilon, delta, "
+                "hash, seal) VALUES (%s, %s, %s, %s, %s::numeric, %s::numeric, %s, %s) "
+                "ON CONFLICT (name) DO NOTHING RETURNING name",
+                (
+                    self.name,
+                    body,
+                    genesis,
+                    self._key is not None,
+                    exact_decimal(config["epsilon"]),
+                    exact_decimal(config["delta"]),
+                    genesis,
+                    seal,
+                ),
+            ).fetchone()
+            for filt, limit in (limits or []) if created is not None else []:
+                nums, dens = _texts(limit)
+                conn.execute(
+                    "INSERT INTO dpledger.limits (ledger, scope, filter, limit_num, limit_den) "
+                    "VALUES (%s, '', %s, %s::text[]::numeric[], %s::text[]::numeric[])",
+                    (self.name, canonical(filt), nums, dens),
+                )
+        if created is None:  # created by another client at the same moment
+            return self.read_config()
+        result: dict[str, Any] = json.loads(body)
+        return result
+
+    def _row_missing(self) -> None:
+        raise InvalidArgumentError(
+            f"there is no ledger {self.name!r} in the database {self.url!r}; "
+            "a member of dpledger_owner creates it with Ledger(epsilon, delta, path=URL)."
+        )
+
+    def read_config(self) -> dict[str, Any]:
+        """The stored configuration, verified against its genesis."""
+        with self._transaction("reading the ledger") as conn:
+            row = self._row(conn)
+        return self._checked(row[0], row[1])
+
+    def _rows(self, conn: Any, start: int, stop: int | None = None) -> list[Any]:
+        if stop is None:
+            return list(
+                conn.execute(
+                    "SELECT seq, body, hash FROM dpledger.receipts WHERE ledger = %s "
+                    "AND seq >= %s ORDER BY seq",
+                    (self.name, start),
+                ).fetchall()
+            )
+        return list(
+            conn.execute(
+                "SELECT seq, body, hash FROM dpledger.receipts WHERE ledger = %s "
+                "AND seq >= %s AND seq < %s ORDER BY seq",
+                (self.name, start, stop),
+            ).fetchall()
+        )
+
+    def _head(self, row: Any) -> dict[str, Any]:
+        return {"count": int(row[2]), "hash": row[3], "seal": row[4]}
+
+    def _state(self, row: Any) -> tuple[Tip, Tip] | None:
+        if row[5] is None:
+            return None
+        try:
+            record = json.loads(row[5])
+        except ValueError as error:
+            raise LedgerIntegrityError(f"{self.url}: the ledger's state is not JSON.") from error
+        tip, checkpoint = check_state(record, self._key, self.url)
+        if row[6] is not None and tip.total != _exact(row[6], row[7]):
+            raise LedgerIntegrityError(
+                f"{self.url}: the sealed running total differs from the database's own."
+            )
+        return tip, checkpoint
+
+    def snapshot(self) -> Snapshot:
+        """The sealed state and the receipts after its checkpoint, verified, in one snapshot."""
+        where = self.url
+        with self._transaction("opening the ledger", snapshot=True) as conn:
+            row = self._row(conn)
+            _, genesis = self._checked(row[0], row[1]), row[1]
+            head = self._head(row)
+            state = self._state(row)
+            if state is None:
+                rows = verify_rows(self._rows(conn, 0), 0, genesis, self._key, where)
+                check_head(head, len(rows), rows[-1][1] if rows else genesis, self._key, where)
+                return Snapshot(None, None, rows, None)
+            tip, checkpoint = state
+            start = checkpoint.count
+            rows = verify_rows(self._rows(conn, start), start, checkpoint.hash, self._key, where)
+            last = rows[-1][1] if rows else checkpoint.hash
+            check_head(head, start + len(rows), last, self._key, where)
+            check_tip(tip, head, where)
+            first = None
+            if start > 0:
+                first = verify_rows(self._rows(conn, 0, 1), 0, genesis, self._key, where)[0]
+            return Snapshot(checkpoint, tip, rows, first)
+
+    def since(self, start: int = 0, previous: str | None = None) -> list[Row]:
+        """Verified receipts from ``start`` on, read with the head in one statement."""
+        with self._lock, self._translated("reading the ledger"):
+            conn = self._connection()
+            found = conn.execute(
+                "SELECT l.config, l.genesis, l.count, l.hash, l.seal, r.seq, r.body, r.hash "
+                "FROM dpledger.ledgers l LEFT JOIN dpledger.receipts r "
+                "ON r.ledger = l.name AND r.seq >= %s WHERE l.name = %s ORDER BY r.seq",
+                (start, self.name),
+            ).fetchall()
+        if not found:
+            self._row_missing()
+        first = found[0]
+        self._checked(first[0], first[1])
+        prev = first[1] if previous is None else previous
+        raw = [(r[5], r[6], r[7]) for r in found if r[5] is not None]
+        rows = verify_rows(raw, start, prev, self._key, self.url)
+        check_head(
+            self._head(first), start + len(rows), rows[-1][1] if rows else prev, self._key, self.url
+        )
+        return rows
+
+    def prefix(self, stop: int) -> list[Row]:
+        """The verified receipts ``0 .. stop - 1``, chained from the genesis."""
+        with self._transaction("reading the ledger", snapshot=True) as conn:
+            row = self._row(conn)
+            return verify_rows(self._rows(conn, 0, stop), 0, row[1], self._key, self.url)
+
+    def full(self) -> tuple[list[Row], Tip | None]:
+        """Every receipt verified from the genesis to the head, and the sealed state."""
+        where = self.url
+        with self._transaction("verifying the ledger", snapshot=True) as conn:
+            row = self._row(conn)
+            self._checked(row[0], row[1])
+            genesis = row[1]
+            rows = verify_rows(self._rows(conn, 0), 0, genesis, self._key, where)
+            head = self._head(row)
+            check_head(head, len(rows), rows[-1][1] if rows else genesis, self._key, where)
+            state = self._state(row)
+            if state is not None:
+                check_tip(state[0], head, where)
+            return rows, None if state is None else state[0]
+
+    def hash_at(self, count: int) -> str | None:
+        """The chain hash after ``count`` receipts (the genesis for 0; None past the end)."""
+        with self._transaction("reading the ledger", snapshot=True) as conn:
+            row = self._row(conn)
+            if count == 0:
+                return str(row[1])
+            found = conn.execute(
+                "SELECT hash FROM dpledger.receipts WHERE ledger = %s AND seq = %s",
+                (self.name, count - 1),
+            ).fetchone()
+            return None if found is None else str(found[0])
+
+    def append(
+        self, known: int, known_hash: str | None, build: Build
+    ) -> tuple[list[Row], dict[str, Any], str]:
+        """Append one receipt in one transaction; the database checks the budget itself.
+
+        Lock the head row, verify and read what others appended after the first
+        ``known`` receipts, ``build`` the entry (which may raise: nothing is written),
+        insert it — the trigger adds its exact charge to the database's total and refuses
+        it over the limit — and commit.
+        """
+        if self.readonly:
+            raise InvalidArgumentError(
+                f"the ledger {self.url!r} was opened read-only; nothing can be spent."
+            )
+        where = self.url
+        with self._lock, self._translated("recording a spend"):
+            conn = self._connection()
+            try:
+                new, body, digest = self._append(conn, known, known_hash, build, where)
+            except BaseException:
+                if not conn.closed and not conn.broken:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except self._psycopg.Error:
+                        self._drop()
+                raise
+        return new, body, digest
+
+    def _append(
+        self, conn: Any, known: int, known_hash: str | None, build: Build, where: str
+    ) -> tuple[list[Row], dict[str, Any], str]:
+        """The body of :meth:`append`: two round trips.
+
+        Durability: the spend's transaction commits without waiting for the disk
+        (``dpledger.lock_head`` sets that), so the head row is held only while the spend
+        is checked and other clients' spends go on while this one is flushed (flushes are
+        grouped). ``dpledger.sync()``, a synchronous transaction run right after the
+        commit, flushes the write-ahead log past the spend's commit record (the log is
+        flushed in order); only then does ``spend`` return. If the server fails before,
+        the spend may be lost — but it was never reported, so nothing was released for
+        it (the error says so).
+        """
+        # one round trip to lock the head (lock_head also makes this transaction's commit
+        # not wait for the disk: the barrier below does, after the head is released)
+        with conn.pipeline():
+            conn.execute("BEGIN")
+            cursor = conn.execute(
+                "SELECT config, genesis, count, hash, seal, state FROM dpledger.lock_head(%s)",
+                (self.name,),
+            )
+        head_row = cursor.fetchone()
+        if head_row is None:
+            self._row_missing()
+        genesis = head_row[1]
+        head = self._head(head_row)
+        previous = genesis if known_hash is None else known_hash
+        new: list[Row] = []
+        if head["count"] != known or head["hash"] != previous:
+            new = verify_rows(self._rows(conn, known), known, previous, self._key, where)
+        last = new[-1][1] if new else previous
+        check_head(head, known + len(new), last, self._key, where)
+        stored = None
+        if head_row[5] is not None:
+            stored = check_state(json.loads(head_row[5]), self._key, where)
+        entry = build(new, last)
+        body = entry.body
+        text = canonical(body)
+        digest = chain_hash(last, text, self._key)
+        checkpoint = entry.origin if stored is None else stored[1]
+        tip = Tip(body["seq"] + 1, digest, entry.filter, entry.total, entry.spent, entry.quotas)
+        record = state_record(tip, next_checkpoint(tip, checkpoint), self._key)
+        # one round trip: the insert (the database's check-and-debit), the commit, and the
+        # durability barrier (skipped by the server if the insert fails)
+        with conn.pipeline():
+            self._insert(conn, entry, text, digest, last, tip, record)
+            conn.execute("COMMIT")
+            conn.execute("SELECT dpledger.sync()")
+        return new, body, digest
+
+    def _insert(
+        self,
+        conn: Any,
+        entry: Entry,
+        text: str,
+        digest: str,
+        previous: str,
+        tip: Tip,
+        record: dict[str, Any],
+    ) -> None:
+        charge_num, charge_den = _texts(entry.charge)
+        total_num, total_den = _texts(entry.total)
+        quota_num = quota_den = None
+        if entry.quota is not None and entry.quota_total is not None:
+            quota_num, quota_den = _texts(entry.quota_total)
+        conn.execute(
+            "INSERT INTO dpledger.receipts (ledger, seq, body, hash, prev, filter, charge_num, "
+            "charge_den, total_num, total_den, quota, quota_total_num, quota_total_den, "
+            "head_seal, state, imported) VALUES (%s, %s, %s, %s, %s, %s, "
+            "%s::text[]::numeric[], %s::text[]::numeric[], %s::text[]::numeric[], "
+            "%s::text[]::numeric[], %s, %s::text[]::numeric[], %s::text[]::numeric[], %s, %s, "
+            "%s)",
+            (
+                self.name,
+                entry.body["seq"],
+                text,
+                digest,
+                previous,
+                canonical(entry.filter),
+                charge_num,
+                charge_den,
+                total_num,
+                total_den,
+                entry.quota,
+                quota_num,
+                quota_den,
+                make_head(tip.count, digest, self._key)["seal"],
+                canonical(record),
+                entry.imported,
+            ),
+        )
+
+    def quotas(self) -> dict[str, tuple[float, float]]:
+        """The quotas defined on the ledger: name → (ε, δ)."""
+        with self._transaction("reading the quotas") as conn:
+            rows = conn.execute(
+                "SELECT name, config FROM dpledger.quotas WHERE ledger = %s", (self.name,)
+            ).fetchall()
+        return parse_quotas(
+            canonical({name: json.loads(config) for name, config in rows}), self.url
+        )
+
+    def add_quota(
+        self, name: str, epsilon: float, delta: float, limits: list[Any]
+    ) -> tuple[float, float]:
+        """Define quota ``name`` with its exact limits (needs dpledger_owner)."""
+        if self.readonly:
+            raise InvalidArgumentError(
+                f"the ledger {self.url!r} was opened read-only; no quota can be made."
+            )
+        config = canonical({"epsilon": epsilon, "delta": delta})
+        found = self.quotas()
+        if name in found:
+            return found[name]
+        with self._transaction("creating a quota") as conn:
+            created = conn.execute(
+                "INSERT INTO dpledger.quotas (ledger, name, config, epsilon, delta) VALUES "
+                "(%s, %s, %s, %s::numeric, %s::numeric) ON CONFLICT (ledger, name) DO NOTHING "
+                "RETURNING name",
+                (self.name, name, config, exact_decimal(epsilon), exact_decimal(delta)),
+            ).fetchone()
+            if created is not None:
+                for filt, limit in limits:
+                    nums, dens = _texts(limit)
+                    conn.execute(
+                        "INSERT INTO dpledger.limits (ledger, scope, filter, limit_num, "
+                        "limit_den) VALUES (%s, %s, %s, %s::text[]::numeric[], "
+                        "%s::text[]::numeric[])",
+                        (self.name, name, canonical(filt), nums, dens),
+                    )
+        return self.quotas()[name]
+
+
+def init_db(url: str, *, grant: dict[str, list[str]] | None = None) -> list[str]:
+    """Install (or update) the dpledger schema, roles and grants in a database; idempotent.
+
+    Args:
+        url: A ``postgresql://`` URL of a database user allowed to create roles and
+            schemas (a superuser, or the database's owner with CREATEROLE).
+        grant: Optional ``{"owner": [...], "analyst": [...], "auditor": [...]}``: existing
+            database users to make members of ``dpledger_owner``, ``dpledger_analyst`` and
+            ``dpledger_auditor``.
+
+    Returns:
+        What was done, one line each.
+    """
+    psycopg = _psycopg()
+    conninfo, _, shown = parse_url(url)
+    done = []
+    try:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext('dpledger init-db'))")
+                conn.execute(SCHEMA_SQL)
+            done.append(f"schema dpledger installed in {shown}")
+            for role, users in (grant or {}).items():
+                for user in users:
+                    conn.execute(
+                        psycopg.sql.SQL("GRANT {} TO {}").format(
+                            psycopg.sql.Identifier(f"dpledger_{role}"),
+                            psycopg.sql.Identifier(user),
+                        )
+                    )
+                    done.append(f"{user} is a member of dpledger_{role}")
+    except psycopg.Error as error:
+        raise InvalidArgumentError(
+            f"installing the dpledger schema in {shown} failed: {_message(error)} (run it as "
+            "a database superuser, or the database owner with CREATEROLE)."
+        ) from None
+    return done
+
+
+__dir__ = namespace(__all__)
