@@ -46,6 +46,25 @@ class Budget(abc.ABC):
         """ε at ``delta`` of a release costing this amount alone (an upper bound)."""
 
     def __str__(self) -> str:
+        """The amount in its currency and, at the ledger's δ (``at_delta``), in ε.
+
+        "ε ≈ 0.48 at δ=1e-06 (ρ=0.0625 (zCDP))": ε of a release costing this amount alone,
+        rounded up for a charge or a total and down for what remains (``rounding``).
+        """
+        native = self.native()
+        delta = getattr(self, "at_delta", None)
+        if delta is None or self.currency in ("approx_dp", "plan"):
+            return native
+        try:
+            epsilon = self.epsilon_at(delta)
+        except (ArithmeticError, ValueError):  # pragma: no cover - a conversion that fails
+            return native
+        if not math.isfinite(epsilon):
+            return native
+        return f"ε ≈ {self._num(epsilon)} at δ={delta:.3g} ({native})"
+
+    def native(self) -> str:
+        """The amount in its own currency only, e.g. "ρ=0.0625 (zCDP)"."""
         return repr(self)
 
     def _num(self, value: float) -> str:
@@ -72,6 +91,7 @@ class ApproxDPBudget(Budget):
     epsilon: float
     delta: float
     rounding: str = field(default="up", compare=False, repr=False)
+    at_delta: float | None = field(default=None, compare=False, repr=False)
     currency: ClassVar[str] = "approx_dp"
 
     def as_tuple(self) -> Charge:
@@ -82,7 +102,8 @@ class ApproxDPBudget(Budget):
         """ε, if this δ is within ``delta`` (else ∞)."""
         return self.epsilon if self.delta <= delta else math.inf
 
-    def __str__(self) -> str:
+    def native(self) -> str:
+        """The amount in its own currency only."""
         return f"(ε={self._num(self.epsilon)}, δ={self._num(self.delta)})"
 
 
@@ -92,6 +113,7 @@ class ZCDPBudget(Budget):
 
     rho: float
     rounding: str = field(default="up", compare=False, repr=False)
+    at_delta: float | None = field(default=None, compare=False, repr=False)
     currency: ClassVar[str] = "zcdp"
 
     def as_tuple(self) -> Charge:
@@ -102,7 +124,8 @@ class ZCDPBudget(Budget):
         """The tight zCDP conversion (Canonne, Kamath & Steinke 2020)."""
         return 0.0 if self.rho == 0 else zcdp_to_epsilon(self.rho, delta)
 
-    def __str__(self) -> str:
+    def native(self) -> str:
+        """The amount in its own currency only."""
         return f"ρ={self._num(self.rho)} (zCDP)"
 
 
@@ -112,6 +135,7 @@ class GDPBudget(Budget):
 
     mu_squared: float
     rounding: str = field(default="up", compare=False, repr=False)
+    at_delta: float | None = field(default=None, compare=False, repr=False)
     currency: ClassVar[str] = "gdp"
 
     @property
@@ -127,7 +151,8 @@ class GDPBudget(Budget):
         """Exact for μ-GDP (Dong, Roth & Su 2019)."""
         return 0.0 if self.mu_squared == 0 else gdp_epsilon(delta, round_up(self.mu))
 
-    def __str__(self) -> str:
+    def native(self) -> str:
+        """The amount in its own currency only."""
         return f"μ={self._num(self.mu)} (Gaussian DP)"
 
 
@@ -138,6 +163,7 @@ class RDPBudget(Budget):
     order: float
     value: float
     rounding: str = field(default="up", compare=False, repr=False)
+    at_delta: float | None = field(default=None, compare=False, repr=False)
     currency: ClassVar[str] = "rdp"
 
     def as_tuple(self) -> Charge:
@@ -148,7 +174,8 @@ class RDPBudget(Budget):
         """The conversion at this order (Balle et al. 2020, Thm 21)."""
         return epsilon_at_order(self.value, self.order, delta)
 
-    def __str__(self) -> str:
+    def native(self) -> str:
+        """The amount in its own currency only."""
         return f"R(α={self.order:.4g})={self._num(self.value)} (Rényi DP)"
 
 
@@ -158,6 +185,7 @@ class ScheduleBudget(Budget):
 
     releases: float
     rounding: str = field(default="up", compare=False, repr=False)
+    at_delta: float | None = field(default=None, compare=False, repr=False)
     currency: ClassVar[str] = "plan"
 
     def as_tuple(self) -> Charge:
@@ -168,7 +196,8 @@ class ScheduleBudget(Budget):
         """Not meaningful per release: the whole schedule is certified at once."""
         return math.nan
 
-    def __str__(self) -> str:
+    def native(self) -> str:
+        """The amount in its own currency only."""
         return f"{self.releases:g} planned release" + ("" if self.releases == 1 else "s")
 
 

@@ -250,8 +250,8 @@ class Ledger:
         charge = filt.cost(event)
         total = filt.add(before, charge)
         if not filt.within(total):
-            remaining = shown_down(filt.budget(filt.remaining(before)))
-            requested = filt.budget(filt.shown(charge))
+            remaining = filt.stated(filt.remaining(before), remains=True)
+            requested = filt.stated(filt.shown(charge))
             raise BudgetExceededError(
                 filt.refusal(requested, remaining),
                 requested=requested,
@@ -617,7 +617,7 @@ class Ledger:
             self.refresh()
             filt, total = self._state.filter, self._state.total
             # printed rounded down: what remains must not look larger than it is
-            return shown_down(filt.budget(filt.remaining(total)))
+            return filt.stated(filt.remaining(total), remains=True)
 
     @property
     def receipts(self) -> tuple[Receipt, ...]:

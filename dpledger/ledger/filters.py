@@ -18,10 +18,11 @@ per-release costs come from :mod:`dpledger.accountant.costs`.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import math
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from dpledger._numerics import float_down, float_up, round_up, square_up, sum_up
 from dpledger._public import namespace
@@ -242,6 +243,20 @@ class Filter(abc.ABC):
     def budget(self, amount: Charge) -> Budget:
         """``amount`` as a typed budget."""
         return self.budget_type(*amount)
+
+    def stated(self, amount: Charge, *, remains: bool = False) -> Budget:
+        """``amount`` as a typed budget that prints also in ε at this filter's δ.
+
+        For what a user reads in a sentence — a refusal, ``Ledger.remaining``: "ε ≈ 0.48 at
+        δ=1e-06 (ρ=0.0625 (zCDP))". ``remains``: printed rounded down (what remains must
+        not look larger than it is); otherwise up.
+        """
+        shown: Budget = dataclasses.replace(
+            cast(Any, self.budget(amount)),
+            at_delta=self.delta,
+            rounding="down" if remains else "up",
+        )
+        return shown
 
     def remaining(self, total: Total) -> Charge:
         """What is left, coordinate-wise, rounded down (never negative)."""

@@ -140,8 +140,8 @@ def debit(ledger: Ledger, name: str, currency: Filter, charge: Total) -> tuple[T
     before = ledger._quota_totals.get(name) or filt.zero()
     after = filt.add(before, charge)
     if not filt.within(after):
-        remaining = shown_down(filt.budget(filt.remaining(before)))
-        requested = filt.budget(filt.shown(charge))
+        remaining = filt.stated(filt.remaining(before), remains=True)
+        requested = filt.stated(filt.shown(charge))
         raise BudgetExceededError(
             f"quota {name!r}: {filt.refusal(requested, remaining)}",
             requested=requested,

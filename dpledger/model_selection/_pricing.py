@@ -322,7 +322,7 @@ def _price_one(ledger: Ledger, schedules: Sequence[Sequence[Any]], what: str) ->
         delta=delta,
         cost=cost,
         remaining_epsilon=float(remaining.epsilon_at(delta)),
-        remaining=_bare(str(remaining)),
+        remaining=_bare(remaining.native()),
         fits_budget=fits_budget,
         schedules=tuple(tuple(s) for s in schedules),
     )
