@@ -84,6 +84,7 @@ from dpledger.algorithms._query_plan import _exact, _exact_counts, _Plan
 from dpledger.algorithms._query_sensitivity import (
     _count_sensitivity,
 )
+from dpledger.ledger.partitions import check_partition_data
 
 # -- the queries ---------------------------------------------------------------------------
 
@@ -146,6 +147,7 @@ def count(
         privacy_id, max_rows_per_id, max_groups_per_id, max_rows_per_group_per_id, grouped
     )
     plan = _Plan(ledger, noise, share, epsilon, delta, label)
+    check_partition_data(ledger, data)  # a part's ledger takes only that part's data
     public = _public_rows(ledger, grouped, bounds)
     if preview:
         if public:
@@ -211,6 +213,7 @@ def sum(
         privacy_id, max_rows_per_id, max_groups_per_id, max_rows_per_group_per_id, grouped
     )
     plan = _Plan(ledger, noise, share, epsilon, delta, label)
+    check_partition_data(ledger, data)  # a part's ledger takes only that part's data
     names = _schema(data, by, privacy_id)
     column_bounds = _bounds(bounds, names, 1 if names is None else len(names))
     plan.add_sums("sum", column_bounds, n_groups, grouped, unit)
@@ -249,6 +252,7 @@ def _moments(
     n_groups = len(keys) if keys else 1
     unit = _contribution(privacy_id, *unit_bounds, grouped)
     plan = _Plan(ledger, noise, share, epsilon, delta, label)
+    check_partition_data(ledger, data)  # a part's ledger takes only that part's data
     names = _schema(data, by, privacy_id)
     column_bounds = _bounds(bounds, names, 1 if names is None else len(names))
     half = [((hi - lo) / 2) for lo, hi in column_bounds]
@@ -482,6 +486,7 @@ def histogram(
         privacy_id, max_rows_per_id, max_groups_per_id, max_rows_per_group_per_id, True
     )
     plan = _Plan(ledger, noise, share, epsilon, delta, label)
+    check_partition_data(ledger, data)  # a part's ledger takes only that part's data
     l1, l2 = _count_sensitivity(ledger.adjacency, unit, len(keys), True)
     plan.add("histogram", True, l1, l2, len(keys))
     if preview:

@@ -553,11 +553,13 @@ def quantile(
         (True, 'median age (q=0.5, KNG, Δ=0.5)')
     """
     from dpledger.ledger import Ledger
+    from dpledger.ledger.partitions import check_partition_data
 
     if not isinstance(ledger, Ledger):
         raise InvalidArgumentTypeError(
             f"`ledger` must be a dpledger.Ledger. Found {type(ledger).__name__}."
         )
+    check_partition_data(ledger, data)  # a part's ledger takes only that part's data
     levels, single = _levels(q)
     try:
         lo, hi = bounds

@@ -680,6 +680,39 @@ class Ledger:
         """
         planning.check_schedule(self, items, decide)
 
+    def partition(
+        self,
+        data: Any,
+        *,
+        by: str,
+        parts: Sequence[Any],
+        share: float = 1.0,
+        label: str | None = None,
+    ) -> Any:
+        """Disjoint parts of ``data``, each with a child ledger of the same budget; charged once.
+
+        Splits ``data`` by the declared values ``parts`` of its column ``by`` (a record is
+        in the part its own value names) and gives each part a ledger holding ``share`` of
+        what remains here; this ledger is charged that budget once, whatever the parts
+        spend (parallel composition; the proof and the currencies are in
+        :mod:`dpledger.ledger.partitions`). Returns :class:`~dpledger.ledger.partitions.Partitions`:
+        ``parts["north"].data`` and ``parts["north"].ledger``; a query charged to a part's
+        ledger refuses other data.
+
+        Example:
+            >>> import pandas as pd
+            >>> from dpledger import Ledger
+            >>> from dpledger.algorithms import count
+            >>> table = pd.DataFrame({"region": ["north", "south", "south"], "x": [1, 2, 3]})
+            >>> study = Ledger(1.0, 1e-6, accountant="basic")
+            >>> parts = study.partition(table, by="region", parts=["north", "south"])
+            >>> [len(part.data) for part in parts], len(study.receipts)
+            ([1, 2], 1)
+        """
+        from dpledger.ledger.partitions import partition
+
+        return partition(self, data, by=by, parts=parts, share=share, label=label)
+
     def split(self, k: int) -> Any:
         """K parts of what remains: pass one as a query's ``share`` (:mod:`~dpledger.ledger.split`).
 
