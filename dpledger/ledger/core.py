@@ -691,23 +691,9 @@ class Ledger:
     ) -> Any:
         """Disjoint parts of ``data``, each with a child ledger of the same budget; charged once.
 
-        Splits ``data`` by the declared values ``parts`` of its column ``by`` (a record is
-        in the part its own value names) and gives each part a ledger holding ``share`` of
-        what remains here; this ledger is charged that budget once, whatever the parts
-        spend (parallel composition; the proof and the currencies are in
-        :mod:`dpledger.ledger.partitions`). Returns :class:`~dpledger.ledger.partitions.Partitions`:
-        ``parts["north"].data`` and ``parts["north"].ledger``; a query charged to a part's
-        ledger refuses other data.
-
-        Example:
-            >>> import pandas as pd
-            >>> from dpledger import Ledger
-            >>> from dpledger.algorithms import count
-            >>> table = pd.DataFrame({"region": ["north", "south", "south"], "x": [1, 2, 3]})
-            >>> study = Ledger(1.0, 1e-6, accountant="basic")
-            >>> parts = study.partition(table, by="region", parts=["north", "south"])
-            >>> [len(part.data) for part in parts], len(study.receipts)
-            ([1, 2], 1)
+        Returns :class:`~dpledger.ledger.partitions.Partitions` (``parts["north"].data``,
+        ``.ledger``); the proof, the currencies and persistence are in
+        :mod:`dpledger.ledger.partitions`; an example is in docs/analysis.md.
         """
         from dpledger.ledger.partitions import partition
 
@@ -716,18 +702,8 @@ class Ledger:
     def split(self, k: int) -> Any:
         """K parts of what remains: pass one as a query's ``share`` (:mod:`~dpledger.ledger.split`).
 
-        Each part takes an even part of what remains when its query is charged, and the k
-        parts together use the whole remainder, exactly (the last takes all that is left).
-
-        Example:
-            >>> import numpy as np
-            >>> from dpledger import Ledger
-            >>> from dpledger.algorithms import count
-            >>> ledger = Ledger(1.0, 1e-6)
-            >>> parts = ledger.split(2)
-            >>> n = count(np.arange(100), ledger=ledger, share=parts[0], rng=0)
-            >>> parts
-            Split(2 parts, 1 unused)
+        Each takes an even part of what remains when its query is charged; together they
+        use the whole remainder, exactly (the last takes all that is left).
         """
         from dpledger.ledger.split import split
 
