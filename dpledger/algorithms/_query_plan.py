@@ -84,7 +84,12 @@ class _Plan:
         self.items.append((label, integer, l1, l2, size))
 
     def add_count(
-        self, n_groups: int, grouped: bool, contribution: Contribution | None, integer: bool = True
+        self,
+        n_groups: int,
+        grouped: bool,
+        contribution: Contribution | None,
+        integer: bool = True,
+        droppable: bool = False,
     ) -> None:
         """The release of the number of records (per group).
 
@@ -94,7 +99,9 @@ class _Plan:
         ~6 % more than the continuous price as a discrete Gaussian on the integers
         (:mod:`dpledger.accountant.discrete_gaussian`), and nothing on a fine grid.
         """
-        l1, l2 = _count_sensitivity(self.ledger.adjacency, contribution, n_groups, grouped)
+        l1, l2 = _count_sensitivity(
+            self.ledger.adjacency, contribution, n_groups, grouped, droppable
+        )
         self.add("count", integer, l1, l2, n_groups)
 
     def add_sums(

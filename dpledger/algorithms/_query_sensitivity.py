@@ -61,16 +61,26 @@ def _row_count_sensitivity(adjacency: str) -> tuple[float, float]:
 
 
 def _count_sensitivity(
-    adjacency: str, unit: Contribution | None, n_groups: int, grouped: bool
+    adjacency: str,
+    unit: Contribution | None,
+    n_groups: int,
+    grouped: bool,
+    droppable: bool = False,
 ) -> tuple[float, float]:
-    """(L1, L2) of a (group) count vector: one record's, or one person's (module doc)."""
-    if unit is None:
+    """(L1, L2) of a (group) count vector: one record's, or one person's (module doc).
+
+    ``droppable``: the count is of the rows a query keeps, and a row can be dropped for a
+    missing value. Under replace-one without groups a person then keeps 0..k′ rows (one
+    record: 0 or 1), so the count moves by k′ (1), not k′ − 1 (0: public).
+    """
+    if unit is None and not (droppable and adjacency == ev.REPLACE_ONE and not grouped):
         return _row_count_sensitivity(adjacency)
-    rows, squares = unit.effective(n_groups if grouped else None)
+    rows, squares = (1, 1) if unit is None else unit.effective(n_groups if grouped else None)
     if adjacency == ev.ADD_REMOVE:
         return float(rows), sqrt_up(float(squares))
-    if not grouped:  # both people have 1..k′ rows: the count moves by at most k′ − 1
-        return float(rows - 1), float(rows - 1)
+    if not grouped:  # 1..k′ rows each (0..k′ when rows can be dropped)
+        moved = rows if droppable else rows - 1
+        return float(moved), float(moved)
     return float(2 * rows), sqrt_up(float(2 * squares))
 
 

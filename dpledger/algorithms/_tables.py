@@ -321,18 +321,33 @@ def labels_to_codes(labels: Any, keys: list[Any]) -> np.ndarray:
 
 
 def person_codes(ids: Any) -> np.ndarray:
-    """Each row's person as an integer code (−1: a missing id; that row is dropped)."""
+    """Each row's person as an integer code; a row with a missing id is its own person."""
     pd = _pandas()
     if pd is not None:
         given = ids if isinstance(ids, (pd.Series, pd.Index)) else np.asarray(ids)
         codes, _ = pd.factorize(given, use_na_sentinel=True)
-        return np.asarray(codes, dtype=np.int64)
+        return _own_person(np.asarray(codes, dtype=np.int64))
     seen: dict[Any, int] = {}  # pragma: no cover - without pandas
     out = []
     for value in np.asarray(ids, dtype=object):
         missing = value is None or (isinstance(value, float) and value != value)
         out.append(-1 if missing else seen.setdefault(value, len(seen)))
-    return np.array(out, dtype=np.int64)
+    return _own_person(np.array(out, dtype=np.int64))
+
+
+def _own_person(codes: np.ndarray) -> np.ndarray:
+    """A row with a missing id is its own person (a new code each), never dropped.
+
+    Dropping it would make the number of people a query keeps depend on the data under
+    replace-one (a person replaced by an id-less row); as its own person it is bounded
+    like anyone else, record-local.
+    """
+    missing = codes < 0
+    if missing.any():
+        start = int(codes.max(initial=-1)) + 1
+        codes = codes.copy()
+        codes[missing] = start + np.arange(int(missing.sum()))
+    return codes
 
 
 def _mixed(keys: list[Any]) -> bool:

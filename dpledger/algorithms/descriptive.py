@@ -102,11 +102,33 @@ def _contribution(privacy_id: Any, rows: Any, groups: Any, per_group: Any, group
     return _tables.contribution(privacy_id, rows, groups, per_group, grouped)
 
 
-def _public_rows(ledger: Any, grouped: bool, contribution: Contribution | None) -> bool:
-    """Is the number of records public (replace-one, one person = one row, no groups)?"""
-    if grouped or ledger.adjacency != ev.REPLACE_ONE:
+def _public_rows(
+    ledger: Any, grouped: bool, contribution: Contribution | None, droppable: bool = False
+) -> bool:
+    """Is the number of rows a query keeps public?
+
+    Under replace-one, without groups, one row per person, and when no row can be dropped
+    for a missing value (``droppable``: the query reads values whose type can be NaN —
+    then replacing a record by one with a missing value changes the count).
+    """
+    if grouped or droppable or ledger.adjacency != ev.REPLACE_ONE:
         return False
     return contribution is None or contribution.effective(None)[0] == 1
+
+
+def _may_miss(data: Any, names: list[Any] | None) -> bool:
+    """Can a value of the query's columns be missing (NaN)? From the dtypes: the schema."""
+    dtypes = getattr(data, "dtypes", None)
+    if names is not None and dtypes is not None:
+        kinds = [
+            np.dtype(dtypes[name]).kind if hasattr(dtypes[name], "kind") else "O" for name in names
+        ]
+    else:
+        dtype = getattr(data, "dtype", None)
+        if dtype is None:
+            dtype = np.asarray(data).dtype if not hasattr(data, "__dask_graph__") else None
+        kinds = ["O" if dtype is None else getattr(dtype, "kind", "O")]
+    return not all(kind in "biu" for kind in kinds)
 
 
 def count(
@@ -256,9 +278,10 @@ def _moments(
     names = _schema(data, by, privacy_id)
     column_bounds = _bounds(bounds, names, 1 if names is None else len(names))
     half = [((hi - lo) / 2) for lo, hi in column_bounds]
-    public_n = _public_rows(ledger, grouped, unit)
+    droppable = _may_miss(data, names)
+    public_n = _public_rows(ledger, grouped, unit, droppable)
     if not public_n:
-        plan.add_count(n_groups, grouped, unit, integer=False)
+        plan.add_count(n_groups, grouped, unit, integer=False, droppable=droppable)
     # centred on the middle of the bounds: each value moves the sum by at most half the
     # range (add/remove) or the whole range (replace-one)
     plan.add_sums("sum", [(-h, h) for h in half], n_groups, grouped, unit)

@@ -116,11 +116,23 @@ def test_replace_one_count_is_public_and_free(frame):
     ledger = dpl.Ledger(1.0, 1e-6, adjacency="replace_one")
     assert alg.count(frame, ledger=ledger, share=0.5) == len(frame)
     assert ledger.receipts == ()
-    m = alg.mean(frame["age"], bounds=(17, 90), ledger=ledger, share=0.5, rng=1)
+    ages = frame["age"].round().astype(np.int64)  # integers: no value can be missing
+    m = alg.mean(ages, bounds=(17, 90), ledger=ledger, share=0.5, rng=1)
     assert [r.label for r in ledger.receipts] == ["sum"]  # n is public: one release
     sens = float(ledger.receipts[0].mechanism.split("sensitivity=")[1].split(",")[0])
     assert sens == 73.0  # replace-one moves a centred value by the whole range
     assert math.isfinite(m)
+
+
+def test_under_replace_one_the_count_of_rows_kept_is_private_when_values_can_be_missing(frame):
+    """Found in review: a float column's rows with NaN are dropped, so replacing a record
+    by one with a missing value changes the number of rows a mean divides by; that count
+    is released (sensitivity 1), not taken as public."""
+    ledger = dpl.Ledger(1.0, 1e-6, adjacency="replace_one")
+    alg.mean(frame["age"], bounds=(17, 90), ledger=ledger, share=0.5, rng=1)
+    assert [r.label for r in ledger.receipts] == ["count", "sum"]
+    sens = float(ledger.receipts[0].mechanism.split("sensitivity=")[1].split(",")[0])
+    assert sens == 1.0
 
 
 def test_pure_ledger_uses_laplace_noise(frame):

@@ -294,3 +294,13 @@ def test_a_persons_rows_move_the_statistics_within_the_person_sensitivity():
         moment = scaled.T @ (np.clip(target, -8, 8) / 8)
         assert np.linalg.norm(gram) <= d_xx + 1e-12
         assert np.linalg.norm(moment) <= d_xy + 1e-12
+
+
+def test_a_row_without_an_id_is_its_own_person_never_dropped():
+    ids = pd.Series([1, 1, 1, None, None, 2], dtype="Int64")
+    codes = _tables.person_codes(ids)
+    assert len(set(codes[3:5])) == 2 and codes[3] not in codes[[0, 5]]
+    ledger = dpl.Ledger(1e6, 1e-6)
+    n = alg.count(pd.DataFrame({"id": ids}), privacy_id="id", max_rows_per_id=1,
+                  ledger=ledger, epsilon=1e5, delta=1e-7, rng=0)  # fmt: skip
+    assert n == 4  # persons 1 and 2, and the two id-less rows
