@@ -20,8 +20,6 @@ estimator or query                        releases                             m
                                           Gaussian FM)
 :class:`FMLogisticRegression`             the logistic loss's Taylor           :mod:`.functional`
                                           coefficients with noise
-:class:`CapeFM`                           each site's coefficients with        :mod:`.cape`
-                                          correlated (CAPE) noise
 :class:`NoisyGD`                          a noisy sum of clipped gradients     :mod:`.gradient`
                                           per step
 :class:`NoisyGDClassifier`                the same, for the logistic loss      :mod:`.gradient`
@@ -50,13 +48,18 @@ Where a paper publishes constants, ``variant="published"`` reproduces them and c
 their true cost; the default, ``"calibrated"``, solves the noise to meet (ε, δ) exactly.
 Gaussian FM for any loss of the margin, expanded by sympy, is
 :class:`.polynomial.FMPolynomialRegression` (imported from its module, which loads sympy).
+capeFM, :class:`.cape.CapeFM`, simulates a protocol among several sites (its ``fit``
+takes one data set per site): not an estimator, it is imported from its module.
+
+The classifiers take any two class labels, declared (``classes=``) or named by ``y``'s
+dtype, never read from the data; every estimator's tags (``__sklearn_tags__``) say it is
+non-deterministic (noise), dense-only and, for a classifier, binary.
 """
 
 from __future__ import annotations
 
 from dpledger._public import namespace
 from dpledger.algorithms.base import PrivateEstimator
-from dpledger.algorithms.cape import CapeFM
 from dpledger.algorithms.descriptive import count, histogram, mean, sum, variance
 from dpledger.algorithms.erm import (
     ObjectivePerturbationClassifier,
@@ -80,7 +83,6 @@ from dpledger.algorithms.quantile import quantile
 __all__ = [
     "ADASSP",
     "SSP",
-    "CapeFM",
     "ExponentialLinearRegression",
     "ExponentialQuantileRegression",
     "FMLinearRegression",

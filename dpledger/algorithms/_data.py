@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -35,6 +36,7 @@ __all__ = [
     "is_dask",
     "row_chunks",
     "sufficient_statistics",
+    "warn_column_vector",
 ]
 
 #: Rows per chunk for in-memory input (bounded memory for the per-chunk copies).
@@ -102,7 +104,8 @@ def as_target(y: Any, rows: int | None) -> Any:
     """
     if y is None:
         raise InvalidArgumentError(
-            "`y` is required: this estimator is supervised (fit(X, y)). Found None."
+            "`y` is required: this estimator is supervised and requires y to be passed, but "
+            "the target y is None (fit(X, y))."
         )
     if is_dask(y):
         if _is_frame(y):
@@ -111,12 +114,14 @@ def as_target(y: Any, rows: int | None) -> Any:
                 raise InvalidArgumentError(f"`y` must be 1-D. Found {len(y.columns)} columns.")
             return y
         if y.ndim == 2 and y.shape[1] == 1:
+            warn_column_vector()
             y = y[:, 0]
         if y.ndim != 1:
             raise InvalidArgumentError(f"`y` must be 1-D. Found shape {y.shape}.")
         return y.astype(float)
     array = _checked_array(y, "y")
     if array.ndim == 2 and array.shape[1] == 1:
+        warn_column_vector()
         array = array[:, 0]
     if array.ndim != 1:
         raise InvalidArgumentError(f"`y` must be 1-D. Found shape {array.shape}.")
@@ -125,6 +130,18 @@ def as_target(y: Any, rows: int | None) -> Any:
             f"`X` and `y` must have the same number of rows. Found {rows} and {array.shape[0]}."
         )
     return array
+
+
+def warn_column_vector() -> None:
+    """scikit-learn's warning for a column-vector ``y`` (its shape is public: the schema)."""
+    from sklearn.exceptions import DataConversionWarning
+
+    warnings.warn(
+        "A column-vector y was passed when a 1d array was expected. Please change the shape "
+        "of y to (n_samples,), for example using ravel().",
+        DataConversionWarning,
+        stacklevel=4,
+    )
 
 
 def _checked_array(data: Any, name: str) -> np.ndarray:
@@ -166,17 +183,21 @@ def _refusal(data: Any, name: str, error: Exception) -> DPLedgerError:
     except (TypeError, ValueError) as reason:
         return InvalidArgumentTypeError(f"`{name}` must be a numeric array. {reason}")
     if np.iscomplexobj(array):
-        return InvalidArgumentTypeError(f"`{name}` must be real. Found dtype {array.dtype}.")
+        return InvalidArgumentError(
+            f"`{name}` must be real: Complex data not supported. Found dtype {array.dtype}."
+        )
     if design and array.ndim != 2:
         return InvalidArgumentError(
-            f"`X` must be 2-D (rows × features); reshape a single feature with "
-            f"X.reshape(-1, 1). Found {array.ndim}-D with shape {array.shape}."
+            f"`X` must be 2-D (rows × features). Reshape your data: X.reshape(-1, 1) for a "
+            f"single feature, X.reshape(1, -1) for a single row. Found {array.ndim}-D with "
+            f"shape {array.shape}."
         )
     if not design and array.ndim > 2:
         return InvalidArgumentError(f"`y` must be 1-D. Found shape {array.shape}.")
     if design and array.shape[1] == 0:
         return InvalidArgumentError(
-            f"`X` must have at least one column (feature). Found shape {array.shape}."
+            f"`X` must have at least one column (feature): found 0 feature(s) "
+            f"(shape={array.shape}) while a minimum of 1 is required."
         )
     try:
         values = array.astype(float)
@@ -187,7 +208,8 @@ def _refusal(data: Any, name: str, error: Exception) -> DPLedgerError:
         where = f"row {at[0]}" + (f", column {at[1]}" if len(at) == 2 else "")
         hint = " Impute or drop missing values first." if design else ""
         return InvalidArgumentError(
-            f"`{name}` must be finite; found {float(values[at])!r} at {where}.{hint}"
+            f"`{name}` must be finite (no NaN or inf); found {float(values[at])!r} at "
+            f"{where}.{hint}"
         )
     if values is None or array.dtype == object:
         return InvalidArgumentTypeError(

@@ -19,7 +19,7 @@ import numpy as np
 from dpledger._public import namespace
 from dpledger._validation import check_choice
 from dpledger.accountant import events as ev
-from dpledger.algorithms import _data
+from dpledger.algorithms import _data, _labels
 from dpledger.algorithms._erm_bounds import (
     _STEP_CAP,
     _gradient_steps,
@@ -30,6 +30,7 @@ from dpledger.algorithms._erm_bounds import (
 )
 from dpledger.algorithms._erm_losses import _Loss
 from dpledger.algorithms._erm_privacy import NOISES
+from dpledger.algorithms._labels import CLASSES
 from dpledger.algorithms._linear_base import BinaryClassifierMixin, LinearModel
 from dpledger.algorithms._params import (
     Boolean,
@@ -78,12 +79,12 @@ class Noise(Constraint):
         return noise
 
 
-#: a classifier's losses (of the margin y·t, labels 0 and 1 mapped to −1 and +1)
+#: a classifier's losses (of the margin y·t, the classes' codes 0 and 1 mapped to −1 and +1)
 MARGIN_LOSS = Options(("logistic", "huber"))
 
 
 class MarginClassifier(BinaryClassifierMixin):
-    """A :class:`RegularizedERM` fitted on labels 0 and 1 with a loss of the margin y·t.
+    """A :class:`RegularizedERM` fitted on two classes with a loss of the margin y·t.
 
     Put before the estimator's base: its ``loss`` is then one of :data:`MARGIN_LOSS`.
     """
@@ -94,7 +95,7 @@ class MarginClassifier(BinaryClassifierMixin):
 class RegularizedERM(LinearModel):
     """Rows, loss and solver shared by objective and output perturbation."""
 
-    #: fitted on labels 0 and 1 (mapped to −1, +1), with a loss of the margin y·t
+    #: fitted on two classes (coded −1, +1), with a loss of the margin y·t
     #: (:class:`MarginClassifier`)
     classifier: ClassVar[bool] = False
 
@@ -115,7 +116,11 @@ class RegularizedERM(LinearModel):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         if cls.classifier:  # a loss of the margin: refuse a regressor's loss by name
-            cls._parameter_constraints = {**cls._parameter_constraints, "loss": MARGIN_LOSS}
+            cls._parameter_constraints = {
+                **cls._parameter_constraints,
+                "loss": MARGIN_LOSS,
+                "classes": CLASSES,
+            }
         super().__init_subclass__(**kwargs)
 
     def _check_parameters(self, params: Parameters) -> None:
@@ -178,14 +183,13 @@ class RegularizedERM(LinearModel):
                 f"{type(self).__name__} takes in-memory data (numpy/pandas): the solver "
                 "passes over the rows many times."
             )
-        yd = np.asarray(_data.as_target(y, Xd.shape[0]), dtype=float)
+        codes = None
         if self.classifier:
-            # the declared domain of a row, checked like X's finiteness: a y outside {0, 1}
-            # is not a data set this estimator is defined on (its guarantee is over
-            # neighbours within the domain), and the refusal comes before any charge
-            if not np.all((yd == 0) | (yd == 1)):
-                raise InvalidArgumentError("`y` must hold the labels 0 and 1.")
-            yd = 2.0 * yd - 1.0
+            # each label against the two public classes (never refused: whether a row
+            # holds another label is private)
+            codes = BinaryClassifierMixin._label_codes(self, y, Xd.shape[0])
+        else:
+            yd = np.asarray(_data.as_target(y, Xd.shape[0]), dtype=float)
         # C order whatever the input's layout, so pandas and numpy input give equal bits
         Xc = np.ascontiguousarray(Xd, dtype=float)
         radius_l1 = None
@@ -207,6 +211,13 @@ class RegularizedERM(LinearModel):
                 radius_l1 = float(np.nextafter(radius_l1, math.inf))
             if params.fit_intercept:
                 Xs = np.hstack([Xs, np.full((Xs.shape[0], 1), s / bound)])
+        if codes is not None:
+            # a row of an undeclared label becomes the zero row (its intercept column too):
+            # φ(0; y) is constant, so it adds nothing to the objective, its gradient or
+            # its Hessian — a record of the domain (‖0‖ ≤ R), counted like any other row.
+            # Codes 0 and 1 become the margins' labels −1 and +1 (+1 on a zero row).
+            labels = _labels.zero_undeclared(Xs, codes)
+            yd = np.where(labels == 0.0, -1.0, 1.0)
         self.n_features_in_ = int(Xd.shape[1])
         ratio = s / bound
         radius = math.sqrt(1.0 + ratio * ratio) * (1 + 1e-15)

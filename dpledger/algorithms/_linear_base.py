@@ -4,8 +4,9 @@
   x·``coef_`` + ``intercept_``: the sufficient-statistics family, objective and output
   perturbation, KNG and the exponential mechanism.
 * :class:`LinearRegressorMixin`, :class:`BinaryClassifierMixin` — what a regressor and a
-  classifier of labels {0, 1} expose on top of it (scikit-learn's ``RegressorMixin`` or
-  ``ClassifierMixin``: a classifier is never a regressor).
+  classifier of two public classes (:mod:`._labels`) expose on top of it, with their
+  scikit-learn tags (scikit-learn's ``RegressorMixin`` or ``ClassifierMixin``: a
+  classifier is never a regressor).
 * :class:`SufficientStatisticsModel` — the estimators that release noisy sums over rows
   scaled onto the unit ball (SSP, ADASSP, IRLS, the functional mechanism, noisy gradient
   descent): the row map, the statistics and the mapping back to data units.
@@ -24,7 +25,7 @@ from scipy import special
 from sklearn.base import ClassifierMixin, RegressorMixin
 
 from dpledger._public import namespace
-from dpledger.algorithms import _data
+from dpledger.algorithms import _data, _labels
 from dpledger.algorithms._params import Boolean, Bound, Constraint, Options
 from dpledger.algorithms._rows import enforce_unit_norm, scale_rows
 from dpledger.algorithms.base import PrivateEstimator
@@ -155,28 +156,60 @@ class LinearRegressorMixin(RegressorMixin):  # type: ignore[misc]
         """Predictions x·coef_ + intercept_ (post-processing of the released values)."""
         return self._margin(X)  # type: ignore[no-any-return]
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True  # noise: small data at a small ε
+        return tags
+
 
 class BinaryClassifierMixin(ClassifierMixin):  # type: ignore[misc]
-    """predict / predict_proba / decision_function of a logistic model (labels 0 and 1).
+    """predict / predict_proba / decision_function of a logistic model of two classes.
 
-    Post-processing of the fitted coefficients only; ``classes_`` is [0, 1] (declared, never
-    read from the labels: which classes occur is private).
+    The two classes are public (:mod:`._labels`): the ``classes`` parameter, or ``y``'s
+    schema (its dtype) — never the labels that occur, which are private. ``fit`` sets
+    ``classes_`` (sorted, as scikit-learn's: the second is the positive class) and reads
+    each row's label against them on its own; a row of any other label contributes
+    nothing (it is never refused). Everything here is post-processing of the fitted
+    coefficients.
     """
 
-    classes_ = np.array([0, 1])
+    classes_: np.ndarray
+
+    def _label_codes(self, y: Any, rows: int | None) -> Any:
+        """Each row's code (0, 1, or :data:`._labels.UNDECLARED`); sets ``classes_``.
+
+        ``rows``: X's row count (None for dask input).
+        """
+        params: Any = self._params
+        classes = _labels.declared_classes(params.classes, y, type(self).__name__)
+        codes = _labels.label_codes(y, classes, rows)
+        self.classes_ = classes
+        return codes
 
     def decision_function(self: _HasMargin, X: Any) -> np.ndarray:
-        """The log-odds x·coef_ + intercept_."""
+        """The log-odds of ``classes_[1]``: x·coef_ + intercept_."""
         return np.asarray(self._margin(X))
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """[P(y = 0), P(y = 1)] per row."""
+        """[P(classes_[0]), P(classes_[1])] per row."""
         p = special.expit(self.decision_function(X))
         return np.column_stack([1.0 - p, p])
 
-    def predict(self, X: Any) -> np.ndarray:
-        """The more probable label."""
-        return (self.decision_function(X) > 0).astype(int)
+    def predict(self, X: Any) -> Any:
+        """The more probable class, in the labels of ``classes_`` (dask: lazily)."""
+        margin = self._margin(X)
+        classes = self.classes_
+        if _data.is_dask(margin):
+            return margin.map_blocks(
+                lambda block: classes[(block > 0).astype(int)], dtype=classes.dtype
+            )
+        return classes[(np.asarray(margin) > 0).astype(int)]
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # two classes, declared (classes=)
+        tags.classifier_tags.poor_score = True  # noise: small data at a small ε
+        return tags
 
 
 _ROW_NORMS = ("clip", "unit")
@@ -232,17 +265,20 @@ class SufficientStatisticsModel(LinearModel):
 
         return transform
 
-    def _binary_labels(self, message: str) -> _data.Transform:
-        """Rows as :meth:`_rows` scales them, and labels refused unless 0 or 1 (``message``).
+    def _label_rows(self) -> _data.Transform:
+        """Rows as :meth:`_rows` maps them, and the labels' codes as 0 and 1.
 
-        The labels are kept as they are (not scaled): for models of a binary outcome.
+        A row of an undeclared label (code :data:`._labels.UNDECLARED`) becomes the zero
+        row, which adds nothing to any sum (:func:`._labels.zero_undeclared`): record-local,
+        never a refusal. For models of a binary outcome (the labels are not scaled).
         """
         rows = self._rows()
 
         def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
-            if y is not None and not np.all((y == 0) | (y == 1)):
-                raise InvalidArgumentError(message)
-            return rows(X), y
+            Xs = rows(X)
+            if y is None:
+                return Xs, None
+            return Xs, _labels.zero_undeclared(Xs, np.asarray(y, dtype=float))
 
         return transform
 

@@ -401,7 +401,9 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         X = _data.as_design(X)
         if X.shape[1] != self.n_features_in_:
             raise InvalidArgumentError(
-                f"`X` must have {self.n_features_in_} features, as in fit. Found {X.shape[1]}."
+                f"`X` must have the {self.n_features_in_} features of fit: X has {X.shape[1]} "
+                f"features, but {type(self).__name__} is expecting {self.n_features_in_} "
+                "features as input."
             )
         if _data.is_dask(X) and hasattr(X, "to_dask_array"):
             X = X.to_dask_array().astype(float)
@@ -498,6 +500,16 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         self._own_ledger = reservation.planned
         self.releases_ = list(reservation.events)
 
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's tags: noisy (never deterministic), dense input, no NaN."""
+        tags = super().__sklearn_tags__()
+        # fresh noise every fit: a shared ledger's position enters even a fixed seed
+        # (:func:`~dpledger.ledger.planning.noise_generator`), so two fits differ
+        tags.non_deterministic = True
+        tags.input_tags.sparse = False  # refused by name (`X` must be dense)
+        tags.input_tags.allow_nan = False  # a record is finite numbers (docs/algorithms.md)
+        return tags
+
     # -- a budget is never duplicated --------------------------------------------------
 
     def __sklearn_clone__(self) -> Any:
@@ -549,6 +561,17 @@ SHARED_DOCS: dict[str, str] = {
     ),
     "safe_noise": "safe_noise: Exact discrete noise (default) or floating-point noise.",
     "rng": "rng: numpy Generator or int seed (reproducible), or None (OS-seeded).",
+    "classes": (
+        "classes: The two class labels, e.g. ``('<=50K', '>50K')`` or ``(-1, 1)``, or None:\n"
+        "            from ``y``'s dtype (bool: (False, True); numbers: (0, 1); a two-category\n"
+        "            pandas Categorical: its categories; strings must be declared). Rows of\n"
+        "            any other label are dropped (never refused); which labels occur is\n"
+        "            never read."
+    ),
+    "classes_": (
+        "classes_: The two classes, sorted (declared or from ``y``'s dtype, never read from\n"
+        "            the labels); ``classes_[1]`` is the positive class of ``predict_proba``."
+    ),
     "n_features_in_": "n_features_in_: The number of features (columns) of ``X`` in fit.",
     "ledger_": (
         "ledger_: The ledger charged: the shared ``ledger``, or this fit's own planned one."

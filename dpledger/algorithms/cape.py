@@ -41,6 +41,12 @@ Gaussian FM (``aggregate_epsilon_``).
 
 The noise is drawn in floating point (the zero-sum construction has no exact discrete
 counterpart here): a :class:`~dpledger.mechanisms.FloatingPointWarning` says so.
+
+Not a scikit-learn estimator, and not exported beside them in :mod:`dpledger.algorithms`:
+:class:`CapeFM` simulates a protocol among S parties, so its ``fit`` takes the sites (a
+list of (X, y) pairs, one data set each, each with its own ledger and guarantee), not one
+data set, and ``clone``/``cross_val_score`` have nothing to split. Import it from here:
+``from dpledger.algorithms.cape import CapeFM``.
 """
 
 from __future__ import annotations
@@ -51,11 +57,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
+from sklearn.exceptions import NotFittedError
 
 from dpledger._numerics import round_up
 from dpledger._public import namespace
 from dpledger._validation import check_int_at_least
 from dpledger.accountant import events as ev
+from dpledger.algorithms import _data
+from dpledger.algorithms._labels import CLASSES
 from dpledger.algorithms._linear_base import data_units
 from dpledger.algorithms._params import (
     Boolean,
@@ -112,6 +121,9 @@ def cape_factor(sites: int, colluders: int) -> float:
 class CapeFM:
     """Decentralised Gaussian FM over simulated sites (CAPE, or the conventional scheme).
 
+    A protocol simulation, not a scikit-learn estimator (``fit(sites)`` takes one (X, y)
+    pair per site): see the module's docstring.
+
     Args:
         epsilon: The ε each site's release must meet.
         delta: The δ each site's release must meet.
@@ -119,6 +131,8 @@ class CapeFM:
         y_bound: Declared bound on |y| (linear loss).
         adjacency: "add_remove" or "replace_one" (within a site's data).
         loss: "linear" or "logistic".
+        classes: The logistic loss's two classes, or None: from each site's ``y`` dtype
+            (:class:`~dpledger.algorithms.FMLogisticRegression`'s ``classes``).
         scheme: "cape" (zero-sum plus local noise) or "conventional" (each site alone).
         colluders: Sites assumed to collude with the aggregator (default ⌈S/3⌉ − 1, the
             most the theorem allows; more is refused).
@@ -160,6 +174,7 @@ class CapeFM:
         "y_bound": OrNone(Bound()),  # the linear loss's only
         "adjacency": Options(ADJACENCIES, why="declared, never assumed"),
         "loss": Options(("linear", "logistic")),
+        "classes": CLASSES,
         "scheme": Options(("cape", "conventional")),
         "colluders": OrNone(Integer(0)),
         "fit_intercept": Boolean(),
@@ -175,6 +190,7 @@ class CapeFM:
         y_bound: float | None = None,
         adjacency: str,
         loss: str = "linear",
+        classes: Any = None,
         scheme: str = "cape",
         colluders: int | None = None,
         fit_intercept: bool = True,
@@ -186,6 +202,7 @@ class CapeFM:
         self.y_bound = y_bound
         self.adjacency = adjacency
         self.loss = loss
+        self.classes = classes
         self.scheme = scheme
         self.colluders = colluders
         self.fit_intercept = fit_intercept
@@ -210,7 +227,7 @@ class CapeFM:
             "fit_intercept": params.fit_intercept,
         }
         if params.loss == "logistic":
-            return FMLogisticRegression(**shared)
+            return FMLogisticRegression(classes=params.classes, **shared)
         return FMLinearRegression(y_bound=params.y_bound, **shared)
 
     def fit(self, sites: Any) -> CapeFM:
@@ -314,7 +331,15 @@ class CapeFM:
 
     def predict(self, X: Any) -> np.ndarray:
         """x·coef_ + intercept_ (the margin; logistic: the log-odds)."""
-        return np.asarray(np.asarray(X, dtype=float) @ self.coef_ + self.intercept_)
+        if not hasattr(self, "coef_"):
+            raise NotFittedError("this CapeFM is not fitted yet: call fit(sites) first.")
+        X = _data.as_design(X)
+        if _data.is_dask(X) or X.shape[1] != self.n_features_in_:
+            raise InvalidArgumentError(
+                f"`X` must be an in-memory array of {self.n_features_in_} features, as in "
+                f"fit. Found {'a dask collection' if _data.is_dask(X) else X.shape[1]}."
+            )
+        return np.asarray(X @ self.coef_ + self.intercept_)
 
 
 def _site_arrays(

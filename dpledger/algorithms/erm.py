@@ -317,7 +317,7 @@ _OBJECTIVE_ARGS = """solver_share: The share of ε (and δ) for the noise Z on t
 
 
 class ObjectivePerturbationClassifier(MarginClassifier, _Objective):
-    """Objective perturbation for logistic regression or the Huber SVM (labels 0 and 1).
+    """Objective perturbation for logistic regression or the Huber SVM (two classes).
 
     Chaudhuri, Monteleoni & Sarwate 2011, Alg. 2, with c·R² and an ℓ₂-Laplace or
     Gaussian b, releasing the solver's minimiser plus the noise Z of approximate minima
@@ -327,6 +327,7 @@ class ObjectivePerturbationClassifier(MarginClassifier, _Objective):
     Args:
         loss: "logistic" (c = 1/4) or "huber" (the Huber SVM, c = 1/(2h)).
         huber_width: h of the Huber SVM.
+        {classes}
         {objective}
         {common}
 
@@ -343,7 +344,7 @@ class ObjectivePerturbationClassifier(MarginClassifier, _Objective):
         True
 
     Attributes:
-        classes_: The labels, [0, 1] (declared, never read from the data).
+        {classes_}
         {objective_attributes}
     """
 
@@ -356,6 +357,7 @@ class ObjectivePerturbationClassifier(MarginClassifier, _Objective):
         huber_width: float = 0.5,
         x_bound: float | None = None,
         adjacency: str | None = None,
+        classes: Any = None,
         l2_regularization: float = 1e-3,
         fit_intercept: bool = True,
         intercept_scaling: float = 1.0,
@@ -420,7 +422,7 @@ class ObjectivePerturbationRegressor(LinearRegressorMixin, _Objective):
 
 
 class OutputPerturbationClassifier(MarginClassifier, _Output):
-    """Output perturbation for logistic regression or the Huber SVM (labels 0 and 1).
+    """Output perturbation for logistic regression or the Huber SVM (two classes).
 
     Chaudhuri, Monteleoni & Sarwate 2011, Alg. 1: θ* plus ℓ₂-Laplace noise,
     ‖b‖ ~ Gamma(d, Δ/ε) with Δ = kL/(Nλ) + 2·tol/λ, or Gaussian noise of that L2
@@ -429,11 +431,12 @@ class OutputPerturbationClassifier(MarginClassifier, _Output):
     Args:
         loss: "logistic" or "huber" (the Huber SVM).
         huber_width: h of the Huber SVM.
+        {classes}
         safe_noise: With Gaussian noise, exact discrete noise on a grid (default False).
         {common}
 
     Attributes:
-        classes_: The labels, [0, 1] (declared, never read from the data).
+        {classes_}
         {output_attributes}
     """
 
@@ -446,6 +449,7 @@ class OutputPerturbationClassifier(MarginClassifier, _Output):
         huber_width: float = 0.5,
         x_bound: float | None = None,
         adjacency: str | None = None,
+        classes: Any = None,
         l2_regularization: float = 1e-3,
         fit_intercept: bool = True,
         intercept_scaling: float = 1.0,
@@ -501,6 +505,8 @@ class OutputPerturbationRegressor(LinearRegressorMixin, _Output):
 
 _FITTED = """coef_: The released coefficients in data units.
         intercept_: The released intercept (0.0 without ``fit_intercept``).
+        (No ``n_iter_``: how many Newton or gradient steps the solver took depends on the
+        data, and publishing it would be a release nobody paid for.)
         {n_features_in_}
         {ledger_}
         releases_: The events charged, in order."""

@@ -100,6 +100,7 @@ from dpledger._public import namespace
 from dpledger._validation import check_choice, check_int_at_least, check_positive
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
+from dpledger.algorithms._labels import CLASSES
 from dpledger.algorithms._linear_base import (
     BinaryClassifierMixin,
     LinearRegressorMixin,
@@ -295,7 +296,7 @@ _Self = TypeVar("_Self", bound="_FunctionalMechanism")
 class _FunctionalMechanism(SufficientStatisticsModel):
     """Shared parts: coefficients in one pass, releases per method, the noisy minimiser."""
 
-    #: the loss is the logistic one (labels 0 and 1), not a loss of a bounded y
+    #: the loss is the logistic one (two classes, coded 0 and 1), not a loss of a bounded y
     _logistic: ClassVar[bool] = False
 
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
@@ -319,13 +320,14 @@ class _FunctionalMechanism(SufficientStatisticsModel):
         coefficients (whitened, or as monomials) to its grid.
         """
         Xd = _data.as_design(X)
-        yd = _data.as_target(y, None if _data.is_dask(Xd) else Xd.shape[0])
+        rows = None if _data.is_dask(Xd) else Xd.shape[0]
         logistic = self._logistic
-        transform = (
-            self._binary_labels("`y` must be 0 or 1 (two classes).")
-            if logistic
-            else self._transform()
-        )
+        if logistic:  # each label against the two public classes; others add nothing
+            yd = BinaryClassifierMixin._label_codes(self, y, rows)
+            transform = self._label_rows()
+        else:
+            yd = _data.as_target(y, rows)
+            transform = self._transform()
 
         if logistic:  # C₁ = Σ x(½ − y), C₂ = Σ xxᵀ/8, C₀ = 0 (constant in w)
             moments = _data.Moments(
@@ -571,13 +573,14 @@ class FMLinearRegression(LinearRegressorMixin, _FunctionalMechanism):
 class FMLogisticRegression(BinaryClassifierMixin, _FunctionalMechanism):
     """Functional-mechanism logistic regression (2nd-order Taylor expansion at 0).
 
-    Labels are 0 and 1. Same parameters as :class:`FMLinearRegression`, without
-    ``y_bound`` (the labels bound themselves).
+    Two classes, declared or named by ``y``'s dtype (``classes``). Same parameters as
+    :class:`FMLinearRegression`, without ``y_bound`` (the labels bound themselves).
 
     Args:
         {budget}
         {x_bound}
         {adjacency}
+        {classes}
         method: "gaussian", "relaxed" or "original".
         {fit_intercept}
         row_norm: "clip" (default) or "unit".
@@ -586,13 +589,17 @@ class FMLogisticRegression(BinaryClassifierMixin, _FunctionalMechanism):
     Attributes:
         coef_: The minimiser's coefficients: the log-odds per unit of each feature.
         intercept_: The log-odds at x = 0 (0.0 without ``fit_intercept``).
-        classes_: The labels, [0, 1] (declared, never read from the data).
+        {classes_}
         {fitted}
     """
 
     loss = "logistic"
     _logistic = True
     _target_scaled = False
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **_FunctionalMechanism._parameter_constraints,
+        "classes": CLASSES,
+    }
 
     def __init__(
         self,
@@ -601,6 +608,7 @@ class FMLogisticRegression(BinaryClassifierMixin, _FunctionalMechanism):
         delta: float | None = None,
         x_bound: float | None = None,
         adjacency: str | None = None,
+        classes: Any = None,
         method: str = "gaussian",
         fit_intercept: bool = True,
         row_norm: str = "clip",

@@ -18,8 +18,9 @@ integers — one pass over the rows, as fast as a floating-point loop.
 The update is w ← w − η·(noisy sum)/n_public: ``data_size`` is a *public* row count
 (under replace-one, the size of the data, which neighbours share; under add/remove it
 must be declared — the true count would leak). Losses: squared error ½(xᵀw − y)² and
-the logistic loss log(1 + e^{xᵀw}) − y·xᵀw (y ∈ {0, 1}), with optional ridge ``alpha``
-(a data-independent term, added after the noise).
+the logistic loss log(1 + e^{xᵀw}) − y·xᵀw (y ∈ {0, 1}, the two classes' codes; a row
+of any other label is the zero row, whose gradient is 0), with optional ridge ``alpha``
+(a data-independent term, added after the noise). ``n_iter_`` is the public step count.
 
 For larger models, train with Opacus and account the run with dpledger (docs/training.md
 shows how); this estimator is the convex-model baseline of the functional mechanism and
@@ -37,6 +38,7 @@ from scipy import special
 from dpledger._public import namespace
 from dpledger.accountant import events as ev
 from dpledger.algorithms import _data
+from dpledger.algorithms._labels import CLASSES
 from dpledger.algorithms._linear_base import (
     BinaryClassifierMixin,
     LinearRegressorMixin,
@@ -167,7 +169,11 @@ class _NoisyGD(SufficientStatisticsModel):
             raise InvalidArgumentError(
                 "noisy gradient descent takes in-memory data (numpy/pandas)."
             )
-        yd = _data.as_target(y, Xd.shape[0])
+        logistic = self.loss == "logistic"
+        if logistic:  # each label against the two public classes; others add nothing
+            yd = BinaryClassifierMixin._label_codes(self, y, Xd.shape[0])
+        else:
+            yd = _data.as_target(y, Xd.shape[0])
         if params.data_size is None:  # replace-one: neighbours share the size, n is public
             size = float(Xd.shape[0])
             if size == 0:  # public under replace-one (every neighbour has no rows too)
@@ -178,16 +184,13 @@ class _NoisyGD(SufficientStatisticsModel):
                 )
         else:
             size = float(params.data_size)
-        transform = (
-            self._binary_labels("`y` must be 0 or 1 for the logistic loss.")
-            if self.loss == "logistic"
-            else self._transform()
-        )
+        transform = self._label_rows() if logistic else self._transform()
         Xs, ys = transform(Xd, yd)
         reservation = self._steps_plan(Xs.shape[1], params.ledger)
         w = self._descend(Xs, np.asarray(ys, dtype=float), size, reservation)
         self._keep(reservation)
         self.sigma_ = reservation.mechanisms[0].sigma
+        self.n_iter_ = params.steps  # public: the schedule's step count, never the data's
         self.n_features_in_ = int(Xd.shape[1])
         self._set_coefficients(w, self.n_features_in_)
         return self
@@ -271,25 +274,30 @@ class NoisyGD(LinearRegressorMixin, _NoisyGD):
 
 
 class NoisyGDClassifier(BinaryClassifierMixin, _NoisyGD):
-    """Noisy gradient descent for logistic regression (labels 0 and 1).
+    """Noisy gradient descent for logistic regression (two classes).
 
-    Same parameters as :class:`NoisyGD`, without ``y_bound``.
+    Same parameters as :class:`NoisyGD`, without ``y_bound`` and with ``classes``.
 
     Args:
         {budget}
         x_bound: Declared bound on each row's L2 norm.
         {adjacency}
+        {classes}
         {steps}
 
     Attributes:
         coef_: The last iterate's coefficients: the log-odds per unit of each feature.
         intercept_: The log-odds at x = 0 (0.0 without ``fit_intercept``).
-        classes_: The labels, [0, 1] (declared, never read from the data).
+        {classes_}
         {fitted}
     """
 
     loss = "logistic"
     _target_scaled = False
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **_NoisyGD._parameter_constraints,
+        "classes": CLASSES,
+    }
 
     def __init__(
         self,
@@ -298,6 +306,7 @@ class NoisyGDClassifier(BinaryClassifierMixin, _NoisyGD):
         delta: float | None = None,
         x_bound: float | None = None,
         adjacency: str | None = None,
+        classes: Any = None,
         steps: int = 100,
         learning_rate: float = 1.0,
         clip: float = 1.0,
@@ -329,6 +338,8 @@ _STEPS_ARGS = """steps: T, the number of noisy steps.
         {rng}"""
 
 _FITTED = """sigma_: σ, the noise of every step's gradient sum.
+        n_iter_: T, the number of steps run: the ``steps`` parameter (public; never a
+            count that depends on the data).
         {n_features_in_}
         {ledger_}
         releases_: The events charged, one per step."""

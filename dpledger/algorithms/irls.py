@@ -16,7 +16,9 @@ by dask, like SSP's):
   DP's δ), A = Σ sᵢx̃ᵢỹᵢ, B = Σ sᵢx̃ᵢx̃ᵢᵀ, θ ← B̃⁻¹Ã.
 * ``"logistic"`` — Fisher scoring (not in the paper's text, which treats p = 1 only; the
   released moments are bounded as derived here): μᵢ = σ(x̃ᵢᵀθ), g = Σ x̃ᵢ(yᵢ − μᵢ),
-  B = Σ μᵢ(1 − μᵢ)x̃ᵢx̃ᵢᵀ (weights ≤ 1/4), θ ← θ + B̃⁻¹g̃. y ∈ {0, 1}.
+  B = Σ μᵢ(1 − μᵢ)x̃ᵢx̃ᵢᵀ (weights ≤ 1/4), θ ← θ + B̃⁻¹g̃. y ∈ [0, 1]: outcomes 0 and 1,
+  or proportions; values beyond are clipped (record-local, never refused). A regressor
+  of the mean, ``predict`` gives P(y = 1 | x); for class labels use a classifier.
 * ``"poisson"`` — Fisher scoring with μᵢ = min(exp(x̃ᵢᵀθ), c): g = Σ x̃ᵢ(yᵢ − μᵢ),
   B = Σ μᵢx̃ᵢx̃ᵢᵀ; y clipped to [0, ``y_bound``].
 
@@ -126,6 +128,8 @@ class PrivateIRLS(LinearRegressorMixin, SufficientStatisticsModel):
         intercept_: The intercept of the linear predictor (0.0 without ``fit_intercept``).
         theta_: The last iterate θ on the scaled rows (intercept column last).
         ridge_: The ridge the noisy moments were solved with (σ√(2d); 0 with Wishart).
+        n_iter_: J, the number of re-weighting iterations run: the ``iterations``
+            parameter (public; the schedule never depends on the data).
         paper_accounting_: The paper's own accounting (per-release ε′, its claim, the true
             mean loss): a comparison, not a guarantee. Only with ``variant="published"``.
         {n_features_in_}
@@ -135,7 +139,7 @@ class PrivateIRLS(LinearRegressorMixin, SufficientStatisticsModel):
 
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         **SufficientStatisticsModel._parameter_constraints,
-        "y_bound": OrNone(Bound()),  # not used by the logistic loss (labels 0 and 1)
+        "y_bound": OrNone(Bound()),  # not used by the logistic loss (y in [0, 1])
         "loss": Options(LOSSES),
         "iterations": Integer(
             1, MAX_ITERATIONS, why="each is a pass over the rows and two releases"
@@ -174,15 +178,15 @@ class PrivateIRLS(LinearRegressorMixin, SufficientStatisticsModel):
 
     def _y_bound(self) -> float:
         if self._params.loss == "logistic":
-            return 1.0  # y ∈ {0, 1}: the bound is the model's, nothing read from the data
+            return 1.0  # y ∈ [0, 1]: the bound is the model's, nothing read from the data
         return float(self._params.y_bound)
 
     def _transform(self) -> _data.Transform:
         if self._scale_y():
             return super()._transform()
-        if self._params.loss == "logistic":
-            return self._binary_labels("`y` must be 0 or 1 for loss='logistic'.")
         rows = self._rows()
+        # Poisson: y clipped to [0, y_bound]; logistic: to [0, 1] (an outcome or a
+        # proportion; a value beyond is clipped like any bounded target, never refused)
         y_bound = self._y_bound()
 
         def transform(X: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, Any]:
@@ -315,8 +319,8 @@ class PrivateIRLS(LinearRegressorMixin, SufficientStatisticsModel):
                 "true_mean_loss": iterations * eps_step * math.expm1(eps_step),
                 "subgaussian_tau": math.sqrt(2 * iterations) * eps_step,
             }
-        # the first pass before any check or charge: malformed data (labels, NaN in a
-        # dask partition) fails here, having decided nothing and spent nothing
+        # the first pass before any check or charge: malformed data (NaN in a dask
+        # partition) fails here, having decided nothing and spent nothing
         theta = np.zeros(d)
         stats = _data.sufficient_statistics(Xd, yd, transform, self._moments(theta))
         # every iteration's statistics are bounded by n·(row bounds) whatever θ is: check
@@ -360,6 +364,7 @@ class PrivateIRLS(LinearRegressorMixin, SufficientStatisticsModel):
             0.0 if isinstance(mechanisms[1], Wishart) else mechanisms[1].sigma * math.sqrt(2 * d)
         )
         self.n_features_in_ = features
+        self.n_iter_ = iterations  # public: the parameter, never a data-dependent count
         self.theta_ = theta
         self._set_coefficients(theta, features, y_scale=None if self._scale_y() else 1.0)
         return self

@@ -85,7 +85,8 @@ class PolynomialLoss:
         margin: The margin symbol m (= xᵀw).
         label: The label symbol y.
         labels: The declared label domain: an interval ``(lo, hi)`` (labels are clipped
-            to it) or a finite set, e.g. ``{0, 1}`` (other labels are refused).
+            to it) or a finite set, e.g. ``{0, 1}`` (a row of another label is dropped:
+            it becomes the zero row, which adds nothing to the coefficients).
         point: The expansion point a of the margin.
         name: A short name for messages and reprs.
     """
@@ -183,14 +184,17 @@ class PolynomialLoss:
         return isinstance(self.labels, (set, frozenset))
 
     def label_values(self, y: np.ndarray) -> np.ndarray:
-        """``y`` checked against (finite set) or clipped to (interval) the label domain."""
+        """``y`` on the label domain: clipped to an interval; on a finite set, NaN off it.
+
+        Record-local: a label outside a finite set is never refused (whether some private
+        row holds one is private); it comes back NaN, and the estimator replaces its row
+        by the zero row (:func:`.algorithms._labels.zero_undeclared`), which adds nothing
+        to C₁ and C₂.
+        """
         if self._is_set():
             allowed = np.array(sorted(float(v) for v in self.labels))
-            if not np.all(np.isin(y, allowed)):
-                raise InvalidArgumentError(
-                    f"`y` must take the declared label values {sorted(self.labels)}."
-                )
-            return y
+            values = np.asarray(y, dtype=float)
+            return np.where(np.isin(values, allowed), values, np.nan)
         lo, hi = self.labels
         return np.asarray(np.clip(y, lo, hi), dtype=float)
 
@@ -414,7 +418,15 @@ class FMPolynomialRegression(LinearRegressorMixin, _FunctionalMechanism):
         rows = self._rows()
 
         def transform(Xb: np.ndarray, yb: np.ndarray | None) -> tuple[np.ndarray, Any]:
-            return rows(Xb), None if yb is None else loss.label_values(yb)
+            Xs = rows(Xb)
+            if yb is None:
+                return Xs, None
+            labels = loss.label_values(yb)
+            off = np.isnan(labels)  # off a finite label set: the zero row, a declared label
+            Xs[off] = 0.0
+            return Xs, np.where(off, lowest, labels)
+
+        lowest = min(float(v) for v in loss.labels) if loss._is_set() else 0.0
 
         moments, factor = loss.moments()
         stats = _data.sufficient_statistics(Xd, yd, transform, moments)

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import dpledger as dpl
-from dpledger.algorithms import CapeFM
-from dpledger.algorithms.cape import cape_factor, max_colluders
+from dpledger.algorithms.cape import CapeFM, cape_factor, max_colluders
 from tests import _reference as ref
 
 warnings.filterwarnings("ignore", message="capeFM draws floating-point")

@@ -529,11 +529,27 @@ def test_conditions_are_enforced_with_named_errors(cls, changes, argument):
     assert ledger.receipts == ()
 
 
-def test_labels_must_be_zero_or_one_and_dask_is_refused():
+def test_labels_are_any_two_declared_classes_and_dask_is_refused():
+    # was: labels outside {0, 1} refused — a refusal that told whether some private row
+    # held another label. Now ±1 labels are declared (classes=) and give the 0/1 fit;
+    # undeclared labels are rows dropped (the zero row), never refused
     X, y = _data(200)
+
+    def fit(labels, **kw):
+        ledger = dpl.Ledger(2.0, 0.0, adjacency="replace_one")  # same position: same noise
+        return ObjectivePerturbationClassifier(
+            epsilon=1.0, x_bound=1.0, adjacency="replace_one", ledger=ledger, rng=3, **kw
+        ).fit(X, labels)
+
+    binary = fit(y)
+    signed = fit(2 * y - 1, classes=(-1, 1))
+    np.testing.assert_array_equal(signed.coef_, binary.coef_)
+    assert list(signed.classes_) == [-1, 1]
+    np.testing.assert_array_equal(signed.predict(X), 2 * binary.predict(X) - 1)
+    undeclared = fit(2 * y - 1)  # −1 is no class of (0, 1): those rows are dropped
+    positives = fit(np.where(y == 1, 1.0, np.nan))  # the same rows dropped, as NaN labels
+    np.testing.assert_array_equal(undeclared.coef_, positives.coef_)
     model = ObjectivePerturbationClassifier(epsilon=1.0, x_bound=1.0, adjacency="replace_one")
-    with pytest.raises(InvalidArgumentError, match="0 and 1"):
-        model.fit(X, 2 * y - 1)
     da = pytest.importorskip("dask.array")
     with pytest.raises(InvalidArgumentError, match="in-memory"):
         model.fit(da.from_array(X, chunks=50), da.from_array(y, chunks=50))

@@ -421,6 +421,12 @@ def test_bad_inputs_raise_a_clear_error(name, case, argument, data):
         X = X[:, :0]
     eps, delta = budget(name)
     ledger = dpl.Ledger(eps, delta)
+    if case == "nan_y" and name in CLASSIFIERS:
+        # a classifier's NaN label is a label of no declared class: its row is dropped
+        # (record-local), never refused — whether a private row holds one is private
+        make(name, epsilon=eps, delta=delta, ledger=ledger, rng=0).fit(X, y)
+        assert ledger.receipts != ()
+        return
     with pytest.raises(DPLedgerError, match=argument):
         make(name, epsilon=eps, delta=delta, ledger=ledger, rng=0).fit(X, y)
     assert ledger.receipts == ()  # nothing charged for a malformed input

@@ -24,7 +24,6 @@ from sklearn.base import ClassifierMixin, RegressorMixin, is_classifier, is_regr
 import dpledger as dpl
 import dpledger.algorithms as algorithms
 from dpledger.algorithms import (
-    CapeFM,
     ExponentialQuantileRegression,
     FMLinearRegression,
     KNGQuantileRegression,
@@ -39,19 +38,21 @@ from dpledger.algorithms._params import (
     parameter_names,
     validate_parameters,
 )
+from dpledger.algorithms.cape import CapeFM
 from dpledger.algorithms.polynomial import FMPolynomialRegression
 from dpledger.errors import BudgetExceededError, DPLedgerError, InvalidArgumentError
 from tests._data import contract_data
 from tests.algorithms.test_estimator_contract import CLASSIFIERS, ESTIMATORS, make
 
-#: every estimator class dpledger.algorithms offers (the exported ones and the sympy FM)
+#: every estimator class dpledger.algorithms offers (the exported ones and the sympy FM),
+#: and the multi-site protocol CapeFM (documented like them, imported from its module)
 CLASSES = sorted(
     {
         obj
         for name in algorithms.__all__
         if isinstance(obj := getattr(algorithms, name), type) and obj is not PrivateEstimator
     }
-    | {FMPolynomialRegression},
+    | {FMPolynomialRegression, CapeFM},
     key=lambda cls: cls.__name__,
 )
 ESTIMATOR_CLASSES = [cls for cls in CLASSES if issubclass(cls, PrivateEstimator)]

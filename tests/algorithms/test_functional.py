@@ -116,10 +116,19 @@ def test_fm_logistic_classifies_and_stays_within_budget():
     assert set(np.unique(model.predict(X))) <= {0, 1}
     assert np.allclose(model.predict_proba(X).sum(axis=1), 1.0)
     assert model.ledger_.spent[0] <= 5.0
-    with pytest.raises(dpl.InvalidArgumentError, match="0 or 1"):
-        FMLogisticRegression(epsilon=1.0, delta=1e-5, x_bound=1, adjacency="replace_one").fit(
-            X, X @ theta
-        )
+
+    # labels of neither class (continuous values here) are rows dropped, never refused
+    # (a refusal would tell whether some private row holds one): the fit equals the fit
+    # on the declared rows alone, with the same noise
+    def fit(X, labels):
+        ledger = dpl.Ledger(5.0, 1e-5, adjacency="replace_one")  # same position: same noise
+        return FMLogisticRegression(
+            epsilon=1.0, delta=1e-5, x_bound=1, adjacency="replace_one", ledger=ledger, rng=4
+        ).fit(X, labels)
+
+    mixed = np.where(np.arange(len(X)) % 3 == 0, X @ theta + 0.5, y)
+    declared = np.arange(len(X)) % 3 != 0
+    np.testing.assert_array_equal(fit(X, mixed).coef_, fit(X[declared], y[declared]).coef_)
 
 
 def test_published_variants_are_charged_with_their_true_sensitivities():
@@ -205,6 +214,23 @@ def test_a_loss_the_paper_does_not_treat_fits_and_meets_its_budget():
         from dpledger.algorithms.polynomial import PolynomialLoss
 
         PolynomialLoss(sympy.Symbol("z") * sympy.Symbol("m", real=True))
+
+
+def test_a_label_off_a_finite_label_set_drops_its_row_never_refused():
+    # was: refused ("`y` must take the declared label values") — a refusal that told
+    # whether some private row held another label. Now its row is the zero row: the
+    # coefficients equal those of the declared rows alone, exactly
+    from dpledger.algorithms.polynomial import FMPolynomialRegression, logistic_loss
+
+    X, _, rng = _data(n=600, d=3, seed=7)
+    y = (rng.random(len(X)) < 0.4) * 1.0
+    model = FMPolynomialRegression(loss=logistic_loss(), x_bound=1)
+    odd = np.where(np.arange(len(X)) % 5 == 0, 2.0, y)  # every fifth label is off {0, 1}
+    kept = np.arange(len(X)) % 5 != 0
+    _, c1, c2, _ = model._coefficients(X, odd)
+    _, d1, d2, _ = model._coefficients(X[kept], y[kept])
+    np.testing.assert_array_equal(c1.fractions(), d1.fractions())
+    np.testing.assert_array_equal(c2.fractions(), d2.fractions())
 
 
 def _monomials_of(x):

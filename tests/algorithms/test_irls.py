@@ -156,27 +156,31 @@ def test_bad_options_are_named(change, message):
         PrivateIRLS(**{**kw, **change}).fit(X, np.clip(X @ theta, -1, 1))
 
 
-def test_logistic_needs_binary_labels():
+def test_logistic_labels_are_clipped_to_the_unit_interval_never_refused():
+    # was: labels outside {0, 1} refused before the charge — a refusal that told whether
+    # some private row held another value. y ∈ [0, 1] (outcomes or proportions) is the
+    # logistic mean's domain; a value beyond is clipped, record-locally
     X, theta, _ = _data(n=100)
-    with pytest.raises(InvalidArgumentError, match="0 or 1"):
-        PrivateIRLS(epsilon=1, delta=1e-6, x_bound=1, adjacency="add_remove", loss="logistic").fit(
-            X, X @ theta
-        )
 
-
-def test_bad_labels_fail_before_anything_is_decided_or_spent():
-    X, theta, _ = _data(n=100)
-    ledger = dpl.Ledger(1.0, 1e-6)
-    with pytest.raises(InvalidArgumentError, match="0 or 1"):
-        PrivateIRLS(
+    def fit(labels):
+        ledger = dpl.Ledger(1.0, 1e-6)  # same position: same noise
+        model = PrivateIRLS(
             epsilon=0.5,
             delta=1e-6,
             x_bound=1,
             adjacency="add_remove",
             loss="logistic",
             ledger=ledger,
-        ).fit(X, X @ theta)
-    assert ledger.receipts == () and ledger.accountant == "auto"
+            rng=2,
+        ).fit(X, labels)
+        return model, ledger
+
+    wide = 3 * X @ theta  # values in about [−2, 2]
+    clipped, _ = fit(np.clip(wide, 0.0, 1.0))
+    model, ledger = fit(wide)
+    np.testing.assert_array_equal(model.coef_, clipped.coef_)
+    assert len(ledger.receipts) == 2 * model.iterations
+    assert model.n_iter_ == model.iterations
 
 
 @pytest.mark.parametrize("loss", ["lad", "logistic", "poisson"])

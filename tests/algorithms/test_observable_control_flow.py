@@ -58,6 +58,11 @@ def _neighbours(classifier, data_size):
     if data_size is not None:
         Xn, yn = _rows(data_size + 1, classifier, seed=4)
         pairs.append(("at data_size vs one more", (Xn[:-1], yn[:-1]), (Xn, yn), "add_remove"))
+    if classifier:  # a label of no declared class: its row is dropped, never refused
+        added = (np.vstack([X, X[:1]]), np.r_[y, 2.0])
+        pairs.append(("add a row labelled 2", (X, y), added, "add_remove"))
+        swapped = (X, np.r_[np.nan, y[1:]])
+        pairs.append(("replace a label by NaN", (X, y), swapped, "replace_one"))
     return pairs
 
 

@@ -28,7 +28,6 @@ import dpledger as dpl
 from dpledger.algorithms import (
     ADASSP,
     SSP,
-    CapeFM,
     FMLinearRegression,
     FMLogisticRegression,
     NoisyGD,
@@ -43,6 +42,7 @@ from dpledger.algorithms import (
 )
 from dpledger.algorithms import sum as private_sum
 from dpledger.algorithms.base import RepeatedNoiseWarning
+from dpledger.algorithms.cape import CapeFM
 from dpledger.algorithms.polynomial import FMPolynomialRegression, huber_loss
 from dpledger.errors import BudgetExceededError, InvalidArgumentError
 

@@ -14,6 +14,7 @@ import pytest
 
 import dpledger as dpl
 from dpledger import algorithms as alg
+from dpledger.algorithms.cape import CapeFM
 from dpledger.ledger import Ledger, Reservation
 from tests._data import contract_data
 from tests.algorithms.test_estimator_contract import CLASSIFIERS, ESTIMATORS, OVERSPEND
@@ -87,7 +88,7 @@ def test_the_scaler_and_capefm_charge_through_the_planning_path(calls):
     ).fit(X)
     _through_the_path(calls)
     calls["charges"].clear()
-    cape = alg.CapeFM(
+    cape = CapeFM(
         epsilon=1.0, delta=1e-6, x_bound=1.0, y_bound=1.0, adjacency="add_remove", rng=0
     )
     cape.fit([(X[:100], y[:100]), (X[100:], y[100:])])
