@@ -21,13 +21,16 @@ mechanism (``account laplace --sigma 1``) is an error, not ignored. ``--delta`` 
 to 0 where pure DP makes sense (Laplace, pure DP, randomized response) and is required
 for Gaussian noise. ``dpledger audit PIPELINE.toml`` checks a declared pipeline's claim
 (see :mod:`dpledger.audit`): exit status 0 if the claim is certified, 1 if it is not
-(violated, not certified, unsupported), 2 on an error (also on a usage error).
+(violated, not certified, unsupported), 2 on an error (also on a usage error, and when a
+``--plot`` asked for cannot be written).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -40,7 +43,12 @@ from dpledger._format import down as fmt_down
 from dpledger._format import up as fmt_up
 from dpledger._table import format_table
 from dpledger.accountant import events as ev
-from dpledger.errors import DPLedgerError, InvalidArgumentError, NotApplicableError
+from dpledger.errors import (
+    DPLedgerError,
+    InvalidArgumentError,
+    NotApplicableError,
+    PipelineError,
+)
 from dpledger.ledger import commands as ledger_commands
 
 __all__ = ["main"]
@@ -70,6 +78,25 @@ def _reason(error: Exception) -> str:
     return first if len(first) <= 72 else first[:71] + "…"
 
 
+# Why a method certifies no finite ε at δ = 0 (its row reads "inf"): each bounds δ(ε) by
+# something positive at every finite ε, so only a δ > 0 compares it with the others.
+_NEEDS_DELTA = {
+    "advanced": "needs δ > 0: advanced composition spends a slack δ′ > 0",
+    "mcdp": "needs δ > 0: its subgaussian tail bound is positive at every ε",
+    "zcdp": "needs δ > 0: zCDP converts to (ε, δ) only for δ > 0",
+    "rdp": "needs δ > 0: RDP converts to (ε, δ) only for δ > 0",
+    "gdp": "needs δ > 0: μ-GDP has δ(ε) > 0 at every finite ε",
+    "pld": "needs δ > 0: its numerical error bound is positive",
+}
+
+
+def _infinite_reason(method: str, delta: float) -> str:
+    """The note of a method whose bound is infinite at ``delta`` (an "inf" row)."""
+    if delta == 0 and method in _NEEDS_DELTA:
+        return _NEEDS_DELTA[method]
+    return f"no finite ε at δ = {delta:g} by this method"
+
+
 def _account(args: argparse.Namespace) -> int:
     if args.mechanism == "gaussian" and not args.delta > 0:
         raise InvalidArgumentError(
@@ -85,15 +112,26 @@ def _account(args: argparse.Namespace) -> int:
     print()
     print(f"By method (each an upper bound, rounded up): ε at δ = {args.delta:g}")
     rows = [("method", "epsilon", "note")]
+    infinite = False
     for method, value in table.items():
         if isinstance(value, NotApplicableError):
             rows.append((method, "n/a", _reason(value)))
+        elif math.isinf(value):
+            infinite = True
+            rows.append((method, "inf", _infinite_reason(method, args.delta)))
         else:
             rows.append((method, fmt_up(value, 8), "← tightest" if value == best else ""))
     print("\n".join(format_table(rows)))
     print()
-    if best is None:
-        print("No method applies to this release.")
+    if infinite:
+        # an "inf" is that method's bound, not the release's ε: say so, and how to compare
+        print(f"inf: that method certifies no finite ε at δ = {args.delta:g} (see its note);")
+        print("     the guarantee below is the tightest finite bound.")
+        if args.delta == 0:
+            print("     Give a δ > 0 (e.g. --delta 1e-6) to compare every method.")
+        print()
+    if best is None or math.isinf(best):
+        print("No method certifies a finite ε for this release at this δ.")
         return 1
     print(f"Guarantee: ({fmt_up(best, 6)}, {args.delta:g})-DP (an upper bound, rounded up)")
     return 0
@@ -212,6 +250,11 @@ def _audit(args: argparse.Namespace) -> int:
     if args.plot and len(args.pipeline) > 1:
         print("dpledger: error: --plot takes one pipeline", file=sys.stderr)
         return 2
+    if args.plot:
+        problem = _plot_problem(Path(args.plot))
+        if problem:  # asked for a picture that cannot be made: say so before any work
+            print(f"dpledger: error: --plot {args.plot}: {problem}", file=sys.stderr)
+            return 2
     reports = []
     failed: list[dict[str, Any]] = []
     errors = 0
@@ -245,20 +288,40 @@ def _audit(args: argparse.Namespace) -> int:
         if len(args.pipeline) > 1:
             print("\n" + _audit_summary(reports))
     if args.plot and reports:
-        # the verdict stands whatever happens to the picture: a failed plot is reported,
-        # and the exit status stays the verdict's
+        # the report above stands, but a plot asked for and not written is an error (exit
+        # 2), never a warning under a success status that a script would take for a file
         try:
             from dpledger.audit.plot import plot_privacy_curve
 
             written = plot_privacy_curve(reports[0], args.plot)
         except (ImportError, OSError, ValueError) as error:
-            print(f"dpledger: warning: the plot was not written: {error}", file=sys.stderr)
-        else:
-            if not args.json:
-                print(f"\nplot written to {written}")
+            print(
+                f"dpledger: error: --plot {args.plot}: the plot was not written: {error}",
+                file=sys.stderr,
+            )
+            return 2
+        if not args.json:
+            print(f"\nplot written to {written}")
     if errors:
         return 2
     return 0 if all(r.holds for r in reports) else 1
+
+
+def _plot_problem(target: Path) -> str | None:
+    """Why ``--plot target`` cannot be written (None: it can be tried)."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return (
+            "plotting needs matplotlib, which is not installed: pip install "
+            "'dpledger[plot]', or leave out --plot."
+        )
+    folder = target.parent
+    if not folder.is_dir():
+        return f"the folder {str(folder)!r} does not exist."
+    if target.is_dir():
+        return "that is a folder; give a file name (e.g. --plot curve.png)."
+    return None
 
 
 def _audit_summary(reports: list[Any]) -> str:
@@ -281,59 +344,7 @@ def _audit_summary(reports: list[Any]) -> str:
 # -- ledger ----------------------------------------------------------------------------
 
 
-def _ledger_show(args: argparse.Namespace) -> int:
-    from dpledger.ledger import Ledger
-
-    key = ledger_commands.read_key(args)
-    with Ledger.open(args.path, key=key, readonly=True) as ledger:
-        ledger.verify(progress=ledger_commands.Progress("verifying"))
-        receipts = ledger.receipts
-        delta = ledger.delta
-        print(f"ledger    : {args.path}  (verified: {len(receipts)} receipts, hash chain intact)")
-        print(
-            f"budget    : ({ledger.epsilon:g}, {delta:g})-DP, accountant "
-            f"{ledger.accountant!r}, adjacency {ledger.adjacency!r}"
-        )
-        print(f"            = {ledger.budget}")
-        print()
-        rows = [("#", "time (UTC)", "label", "release", "charge", f"= ε at δ={delta:g}", "ε spent")]
-        for r in receipts:
-            if r.kind == "plan":
-                charge, alone = "plan", ""
-            else:
-                charge = str(r.charge)
-                eps = r.charge.epsilon_at(delta) if delta > 0 else r.charge.epsilon_at(0.0)
-                alone = "" if eps != eps else fmt_up(eps, 6)
-            rows.append(
-                (
-                    str(r.seq),
-                    r.timestamp[:19],
-                    r.label or "",
-                    r.mechanism or repr(r.event),
-                    charge,
-                    alone,
-                    fmt_up(r.epsilon, 6),
-                )
-            )
-        print("\n".join(format_table(rows, indent="")))
-        eps, spent_delta = ledger.spent
-        remaining = ledger.remaining
-        print()
-        print(f"spent     : ({fmt_up(eps, 6)}, {spent_delta:g})-DP (filter-tracked)")
-        left = remaining.epsilon_at(delta)
-        extra = (
-            ""
-            if left != left
-            else f"  (a release using all of it: ε = {fmt_down(left, 6)} at δ = {delta:g})"
-        )
-        print(f"remaining : {remaining}{extra}")
-        planned = ledger.planned_remaining
-        if planned is not None:
-            print(f"planned   : {len(planned)} planned releases not yet made")
-    return 0
-
-
-# `dpledger ledger verify`, `init-db` and `copy`: dpledger/ledger/commands.py
+# `dpledger ledger show`, `verify`, `init-db` and `copy`: dpledger/ledger/commands.py
 
 
 # -- the parser ------------------------------------------------------------------------
@@ -415,7 +426,11 @@ def _account_parsers(commands: Any) -> None:
             )
         else:
             parser.add_argument("--delta", type=float, default=0.0, help=_DELTA_PURE)
-        parser.set_defaults(handler=_account)
+        # the events' own argument names, for errors (see _with_flags)
+        names = {"rate": "sampling_rate"}
+        if any(action.dest == "epsilon0" for action in parser._actions):
+            names["epsilon"] = "epsilon0"  # PureDP(epsilon=...), RandomizedResponse(...)
+        parser.set_defaults(handler=_account, _names=names)
 
     gaussian = _command(
         mechanisms,
@@ -616,8 +631,9 @@ def _parser() -> argparse.ArgumentParser:
         "check a declared pipeline's privacy claim",
         "Recompute the guarantee of each declared pipeline (TOML) by every accounting "
         "method, certify it from above and below, and give a verdict on its claim. Exit "
-        "status 0 if every claim is certified, 1 if one is not, 2 on an error. With "
-        "several files, a summary table follows the reports.",
+        "status 0 if every claim is certified, 1 if one is not, 2 on an error (also when "
+        "a --plot asked for cannot be written). With several files, a summary table "
+        "follows the reports.",
         [
             "dpledger audit examples/audits/dpsgd.toml",
             "dpledger audit examples/audits/*.toml",
@@ -646,105 +662,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     aud.set_defaults(handler=_audit)
 
-    led = _command(
-        commands,
-        "ledger",
-        "inspect, verify, copy a ledger; set up a team's database",
-        "Inspect a persisted privacy ledger, a file or a team's ledger in PostgreSQL "
-        "(postgresql://user@host/db?ledger=NAME; see docs/ledger.md).",
-        [
-            "dpledger ledger show study.ledger",
-            "dpledger ledger verify postgresql://alice@db.example/studies?ledger=adult",
-        ],
-    )
-    led_commands = led.add_subparsers(dest="ledger_command", required=True, metavar="COMMAND")
-    show = _command(
-        led_commands,
-        "show",
-        "print receipts and spent/remaining",
-        "Verify a ledger's hash chain (read-only) and print its budget, every "
-        "receipt, what was spent and what remains.",
-        [
-            "dpledger ledger show study.ledger",
-            "dpledger ledger show study.ledger --key-file study.key",
-            "dpledger ledger show 'postgresql://alice@db.example/studies?ledger=adult'",
-        ],
-    )
-    show.add_argument("path", help="the ledger's SQLite file, or a postgresql:// URL")
-    show.add_argument(
-        "--key-file", default=None, help="file holding the ledger's HMAC key (default: none)"
-    )
-    show.set_defaults(handler=_ledger_show)
-    verify = _command(
-        led_commands,
-        "verify",
-        "re-verify a whole ledger from its genesis",
-        "Re-verify everything (read-only): every receipt's hash and link, every charge "
-        "recomputed from its release, every running total replayed, the head and the sealed "
-        "total. Opening a ledger checks only the receipts after its last checkpoint; run "
-        "this after a restore, or on a schedule. Exit status 2 if anything does not verify.",
-        [
-            "dpledger ledger verify study.ledger",
-            "dpledger ledger verify 'postgresql://carol@db.example/studies?ledger=adult' "
-            "--key-file study.key",
-        ],
-    )
-    verify.add_argument("path", help="the ledger's SQLite file, or a postgresql:// URL")
-    verify.add_argument(
-        "--key-file", default=None, help="file holding the ledger's HMAC key (default: none)"
-    )
-    verify.add_argument(
-        "--progress", action="store_true", help="show a progress bar even when not on a terminal"
-    )
-    verify.set_defaults(handler=ledger_commands.verify)
-    init = _command(
-        led_commands,
-        "init-db",
-        "install the team-ledger schema and roles in PostgreSQL",
-        "Install (or update; safe to run again) the dpledger schema, its check-and-debit "
-        "trigger and the roles dpledger_owner (creates ledgers, sets budgets), "
-        "dpledger_analyst (spends, reads) and dpledger_auditor (reads) in a database. Run "
-        "as a superuser or the database owner with CREATEROLE; the password comes from "
-        "PGPASSWORD, ~/.pgpass or a service file, never the URL.",
-        [
-            "dpledger ledger init-db postgresql://postgres@db.example/studies",
-            "dpledger ledger init-db postgresql://postgres@db.example/studies "
-            "--owner dana --analyst alice --analyst bob --auditor carol",
-        ],
-    )
-    init.add_argument("url", help="postgresql://user@host:port/database")
-    for role, what in (
-        ("owner", "creates ledgers and quotas"),
-        ("analyst", "spends and reads"),
-        ("auditor", "reads"),
-    ):
-        init.add_argument(
-            f"--{role}",
-            action="append",
-            default=[],
-            metavar="USER",
-            help=f"make an existing database user a member of dpledger_{role} ({what}); repeatable",
-        )
-    init.set_defaults(handler=ledger_commands.init_db)
-    copy = _command(
-        led_commands,
-        "copy",
-        "copy a ledger between a file and PostgreSQL",
-        "Copy a ledger (file to PostgreSQL, PostgreSQL to file, or file to file) with its "
-        "receipts, hash chain and seals unchanged, then verify the copy in full. The "
-        "destination must not hold a ledger of that name yet.",
-        [
-            "dpledger ledger copy study.ledger 'postgresql://dana@db.example/studies?ledger=adult'",
-            "dpledger ledger copy 'postgresql://carol@db.example/studies?ledger=adult' "
-            "backup.ledger",
-        ],
-    )
-    copy.add_argument("source", help="the ledger to copy: a file or a postgresql:// URL")
-    copy.add_argument("destination", help="where to: a new file or a postgresql:// URL")
-    copy.add_argument(
-        "--key-file", default=None, help="file holding the ledger's HMAC key (default: none)"
-    )
-    copy.set_defaults(handler=ledger_commands.copy)
+    ledger_commands.add_parsers(commands, _command)
     return parser
 
 
@@ -767,6 +685,42 @@ def _refuse_unknown(args: argparse.Namespace, extra: list[str]) -> None:
     parser.error(message + ".")
 
 
+# An argument named in an error: `name` (any name) or a bare snake_case name (never plain
+# words such as "delta" or "count", which also occur in prose).
+_NAMED = re.compile(r"`([A-Za-z_]\w*)`|\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
+
+
+def _with_flags(message: str, args: argparse.Namespace) -> str:
+    """``message`` with every argument it names written as the flag that set it.
+
+    dpledger's errors name the Python argument (`rate`, `batch_size`); on the command line
+    the user typed a flag (`--sampling-rate`, `--batch-size`). Every option of the command
+    maps its destination to its flag, and ``_names`` (set by a parser) maps the library's
+    own argument names where they differ (`rate` → `sampling_rate`). Only options that
+    hold a value are mapped: an unset ``audit --epsilon`` is not what a message about the
+    declared claim's `epsilon` refers to.
+    """
+    parser: argparse.ArgumentParser = args._parser
+    flags = {
+        action.dest: long[0]
+        for action in parser._actions
+        if (long := [o for o in action.option_strings if o.startswith("--")])
+        and getattr(args, action.dest, None) is not None
+    }
+    for name, dest in getattr(args, "_names", {}).items():
+        if dest in flags:
+            flags[name] = flags[dest]
+
+    def flag(match: re.Match[str]) -> str:
+        quoted, bare = match.groups()
+        found = flags.get(quoted or bare)
+        if found is None:
+            return match.group(0)
+        return f"`{found}`" if quoted else found
+
+    return _NAMED.sub(flag, message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpledger`` command; returns the exit status."""
     parser = _parser()
@@ -776,8 +730,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         status = handler(args)
-    except DPLedgerError as error:
+    except PipelineError as error:  # about the declaration's lines, not the flags
         print(f"dpledger: error: {error}", file=sys.stderr)
+        return 2
+    except DPLedgerError as error:
+        print(f"dpledger: error: {_with_flags(str(error), args)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)

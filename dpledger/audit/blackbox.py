@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpledger._format import down
 from dpledger._public import namespace
 from dpledger._validation import check_int_at_least, check_probability
 from dpledger.errors import InvalidArgumentError
@@ -96,7 +97,8 @@ class EpsilonEstimate:
     def __str__(self) -> str:
         if self.epsilon > 0:
             return (
-                f"ε ≥ {self.epsilon:.4g} with confidence {self.confidence:g} (δ = {self.delta:g}): "
+                f"ε ≥ {down(self.epsilon, 4)} with confidence {self.confidence:g} "
+                f"(δ = {self.delta:g}): "
                 f"event {self.event} [{self.direction}], certified on "
                 f"{self.certification_samples} samples per side "
                 f"(counts {self.counts[0]} vs {self.counts[1]}; point estimate "

@@ -118,11 +118,13 @@ def test_json_prints_errors_as_json(tmp_path, capsys):
     assert data["error"] == "invalid declaration" and data["problems"][0]["line"] == 6
 
 
-def test_failing_plot_keeps_the_verdict_exit_code(tmp_path, capsys):
+def test_a_plot_that_cannot_be_written_is_an_error_before_the_audit(tmp_path, capsys):
+    """Issue #36: a --plot asked for and not written exits 2, never 0 with a warning."""
     target = tmp_path / "missing-dir" / "plot.png"
-    assert main(["audit", str(EXAMPLES / "dpsgd.toml"), "--plot", str(target)]) == 0
-    assert "plot was not written" in capsys.readouterr().err
-    assert main(["audit", str(EXAMPLES / "ssp.toml"), "--plot", str(target)]) == 1
+    for name in ("dpsgd.toml", "ssp.toml"):  # whatever the verdict would be
+        assert main(["audit", str(EXAMPLES / name), "--plot", str(target)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and "does not exist" in captured.err
 
 
 def test_epochs_follow_opacus_convention():

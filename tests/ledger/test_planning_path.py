@@ -88,9 +88,7 @@ def test_the_scaler_and_capefm_charge_through_the_planning_path(calls):
     ).fit(X)
     _through_the_path(calls)
     calls["charges"].clear()
-    cape = CapeFM(
-        epsilon=1.0, delta=1e-6, x_bound=1.0, y_bound=1.0, adjacency="add_remove", rng=0
-    )
+    cape = CapeFM(epsilon=1.0, delta=1e-6, x_bound=1.0, y_bound=1.0, adjacency="add_remove", rng=0)
     cape.fit([(X[:100], y[:100]), (X[100:], y[100:])])
     _through_the_path(calls)
 

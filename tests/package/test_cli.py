@@ -21,6 +21,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 from dpledger import calibrate
 from dpledger import events as ev
+from dpledger._format import down as fmt_down
 from dpledger._format import up as fmt_up
 from dpledger.cli import _parser, main
 
@@ -101,7 +102,7 @@ def test_account_gaussian_requires_delta(capsys):
 
 def test_bad_value_is_an_error_with_exit_code_2(capsys):
     assert main(["account", "laplace", "--scale", "-1"]) == 2
-    assert "`scale` must be positive" in capsys.readouterr().err
+    assert "`--scale` must be positive" in capsys.readouterr().err
 
 
 def test_missing_parameter(capsys):
@@ -172,10 +173,10 @@ def test_usage_errors_exit_2(capsys, argv):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        ("--dataset-size 100 --batch-size 101 --epochs 1", "`batch_size` must be at most"),
-        ("--dataset-size 0 --batch-size 1 --epochs 1", "`dataset_size` must be an integer >= 1"),
-        ("--dataset-size 100 --batch-size 0 --epochs 1", "`batch_size` must be an integer >= 1"),
-        ("--dataset-size 100 --batch-size 10 --epochs -2", "`epochs` must be an integer >= 1"),
+        ("--dataset-size 100 --batch-size 101 --epochs 1", "`--batch-size` must be at most"),
+        ("--dataset-size 0 --batch-size 1 --epochs 1", "`--dataset-size` must be an integer >= 1"),
+        ("--dataset-size 100 --batch-size 0 --epochs 1", "`--batch-size` must be an integer >= 1"),
+        ("--dataset-size 100 --batch-size 10 --epochs -2", "`--epochs` must be an integer >= 1"),
     ],
 )
 def test_calibrate_dpsgd_bad_sizes_are_named(capsys, flags, message):
@@ -186,10 +187,10 @@ def test_calibrate_dpsgd_bad_sizes_are_named(capsys, flags, message):
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        (["--epsilon", "0", "--delta", "1e-5"], "`epsilon` must be positive"),
-        (["--epsilon", "nan", "--delta", "1e-5"], "`epsilon`"),
-        (["--epsilon", "1", "--delta", "0"], "`delta` must lie in (0, 1). Found 0.0"),
-        (["--epsilon", "1", "--delta", "1"], "`delta` must lie in (0, 1)"),
+        (["--epsilon", "0", "--delta", "1e-5"], "`--epsilon` must be positive"),
+        (["--epsilon", "nan", "--delta", "1e-5"], "`--epsilon`"),
+        (["--epsilon", "1", "--delta", "0"], "`--delta` must lie in (0, 1). Found 0.0"),
+        (["--epsilon", "1", "--delta", "1"], "`--delta` must lie in (0, 1)"),
     ],
 )
 def test_calibrate_dpsgd_bad_target_is_named(capsys, target, message):
@@ -319,6 +320,7 @@ def test_account_audit_summary_and_ledger_show_print_through_one_function(
     capsys, monkeypatch, tmp_path
 ):
     import dpledger.cli as cli
+    import dpledger.ledger.commands as ledger_commands
 
     calls: list[str] = []
     original = cli.format_table
@@ -328,6 +330,7 @@ def test_account_audit_summary_and_ledger_show_print_through_one_function(
         return original(rows, **kwargs)
 
     monkeypatch.setattr(cli, "format_table", spy)
+    monkeypatch.setattr(ledger_commands, "format_table", spy)  # `ledger show` lives there
     assert main(["account", "pure", "--epsilon0", "1", "--count", "3"]) == 0
     account = capsys.readouterr().out
     files = [str(ROOT / "examples" / "audits" / n) for n in ("dpsgd.toml", "ssp.toml")]
@@ -356,3 +359,165 @@ def test_module_entry_point():
         check=True,
     )
     assert "  optimal   100      ← tightest" in result.stdout  # δ = 0: basic is exact
+
+
+# -- errors name flags -------------------------------------------------------------------
+
+
+def _value_options(parser: argparse.ArgumentParser) -> list[str]:
+    """The options of ``parser`` that take a number."""
+    return [
+        next(o for o in action.option_strings if o.startswith("--"))
+        for action in parser._actions
+        if action.option_strings and action.type in (int, float)
+    ]
+
+
+def _first_example(parser: argparse.ArgumentParser) -> list[str]:
+    line = next(x for x in (parser.epilog or "").splitlines() if x.startswith("  dpledger "))
+    return shlex.split(line)[1:]
+
+
+NUMERIC = [
+    pytest.param(path, flag, id=f"{' '.join(path)} {flag}")
+    for path, parser in _commands(_parser())
+    if path and path[0] in ("account", "calibrate", "audit")
+    for flag in _value_options(parser)
+]
+
+
+@pytest.mark.parametrize(("path", "flag"), NUMERIC)
+def test_every_bad_value_is_named_by_its_flag(capsys, monkeypatch, path, flag):
+    """Issue #36: an error names the flag the user typed, never the Python argument."""
+    parser = dict(_commands(_parser()))[path]
+    argv = [a for a in _first_example(parser)]
+    if flag in argv:  # replace the example's value of this flag
+        i = argv.index(flag)
+        del argv[i : i + 2]
+    monkeypatch.chdir(ROOT)
+    assert main([*argv, f"{flag}=-1"]) == 2
+    err = capsys.readouterr().err
+    assert f"`{flag}`" in err, err
+    assert not re.search(r"`(?!--)[^`]*`", err), err  # no `rate`, `batch_size`, ...
+    assert "Found -1" in err
+
+
+def test_error_names_the_flag_of_a_differently_named_argument(capsys):
+    # the events call them `rate` and `epsilon`; the flags are --sampling-rate, --epsilon0
+    assert main(["account", "laplace", "--scale", "1", "--sampling-rate", "2"]) == 2
+    assert "`--sampling-rate` must lie in (0, 1]. Found 2.0." in capsys.readouterr().err
+    assert main(["account", "pure", "--epsilon0", "inf"]) == 2
+    assert "`--epsilon0` must be non-negative and finite. Found inf." in capsys.readouterr().err
+    flags = "--dataset-size 100 --batch-size 101 --epochs 1 --epsilon 1 --delta 1e-5"
+    assert main(["calibrate", "dpsgd", *flags.split()]) == 2
+    assert "rate --batch-size/--dataset-size above 1" in capsys.readouterr().err
+
+
+def test_a_declarations_own_names_are_not_taken_for_flags(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        (ROOT / "examples" / "audits" / "dpsgd.toml")
+        .read_text(encoding="utf-8")
+        .replace("epsilon = 5.64", "epsilon = -5.64")
+    )
+    assert "epsilon = -5.64" in bad.read_text()
+    assert main(["audit", str(bad), "--epsilon", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--epsilon" not in err and "epsilon" in err
+
+
+# -- inf rows ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["laplace", "--scale", "1", "--count", "100"],
+        ["pure", "--epsilon0", "1", "--count", "100"],
+        ["rr", "--epsilon0", "1", "--categories", "4", "--count", "10"],
+    ],
+)
+def test_account_explains_every_inf_row(capsys, argv):
+    """Issue #36: `account laplace` printed bare `inf` rows; each now says why."""
+    assert main(["account", *argv]) == 0
+    out = capsys.readouterr().out
+    rows = {r["method"]: r for r in _check_style(_table_after(out, "By method"), "  ")}
+    infinite = [r for r in rows.values() if r["epsilon"] == "inf"]
+    assert {r["method"] for r in infinite} >= {"advanced", "zcdp", "rdp", "gdp"}
+    assert all(r["note"].startswith("needs δ > 0: ") for r in infinite)
+    assert "inf: that method certifies no finite ε at δ = 0 (see its note);" in out
+    assert "Give a δ > 0 (e.g. --delta 1e-6) to compare every method." in out
+    assert main(["account", *argv, "--delta", "1e-6"]) == 0  # at δ > 0 they all apply
+    out = capsys.readouterr().out
+    rows = {r["method"]: r for r in _check_style(_table_after(out, "By method"), "  ")}
+    assert "inf" not in {r["epsilon"] for r in rows.values()} and "\ninf:" not in out
+
+
+# -- audit --plot ----------------------------------------------------------------------
+
+
+def test_plot_without_matplotlib_is_an_error_before_any_work(capsys, monkeypatch):
+    """Issue #36: --plot without matplotlib warned and exited 0."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    monkeypatch.chdir(ROOT)
+    assert main(["audit", "examples/audits/dpsgd.toml", "--plot", "x.png"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "--plot x.png: plotting needs matplotlib, which is not installed" in captured.err
+    assert "pip install 'dpledger[plot]', or leave out --plot" in captured.err
+
+
+def test_plot_into_a_missing_folder_is_an_error(tmp_path, capsys):
+    target = tmp_path / "missing" / "x.png"
+    audit = str(ROOT / "examples" / "audits" / "dpsgd.toml")
+    assert main(["audit", audit, "--plot", str(target)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "does not exist" in captured.err and not target.exists()
+
+
+def test_plot_that_fails_while_written_is_an_error_after_the_report(tmp_path, capsys, monkeypatch):
+    import dpledger.audit.plot as plot
+
+    def fail(report, path):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(plot, "plot_privacy_curve", fail)
+    audit = str(ROOT / "examples" / "audits" / "dpsgd.toml")
+    assert main(["audit", audit, "--plot", str(tmp_path / "x.png")]) == 2
+    captured = capsys.readouterr()
+    assert "VERDICT: HOLDS" in captured.out
+    assert "the plot was not written: disk full" in captured.err
+
+
+# -- ledger show -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("accountant", ["gdp", "zcdp", "rdp"])
+def test_ledger_show_speaks_epsilon_next_to_the_native_currency(tmp_path, capsys, accountant):
+    """Issue #36 item 3: spent and remaining in ε at the ledger's δ, the native amount beside."""
+    path = tmp_path / "t.ledger"
+    with dpledger.Ledger(1.0, 1e-6, accountant=accountant, path=path) as ledger:
+        ledger.spend(ev.Gaussian(10.0), label="a count")
+        eps = ledger.spent[0]
+        remaining = ledger.remaining
+    assert main(["ledger", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    native = {"gdp": "Gaussian DP", "zcdp": "zCDP", "rdp": "Rényi DP"}[accountant]
+    spent = next(line for line in out.splitlines() if line.startswith("spent     : "))
+    assert spent.startswith(f"spent     : ε = {fmt_up(eps, 6)} at δ = 1e-06 (")
+    amount = {"gdp": "μ", "zcdp": "ρ", "rdp": r"R\(α=[\d.]+\)"}[accountant]
+    assert re.search(rf"\(({amount})=[\d.e+-]+ \({native}\)\)$", spent), spent
+    left = next(line for line in out.splitlines() if line.startswith("remaining : "))
+    assert left.startswith(f"remaining : ε = {fmt_down(remaining.epsilon_at(1e-6), 6)} at δ")
+    assert left.endswith(f"({native})) for one release using it all")
+    assert left.count("ε") == 1 and spent.count("ε") == 1  # the native part is native only
+
+
+def test_ledger_show_of_a_basic_ledger_is_in_epsilon_already(tmp_path, capsys):
+    path = tmp_path / "t.ledger"
+    with dpledger.Ledger(1.0, 0.0, accountant="basic", path=path) as ledger:
+        ledger.spend(ev.PureDP(0.25))
+    assert main(["ledger", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "spent     : (0.25, 0)-DP (filter-tracked)\n" in out
+    assert "remaining : (ε=0.75, δ=0)\n" in out
