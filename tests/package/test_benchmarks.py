@@ -54,7 +54,18 @@ def test_every_benchmark_is_covered():
     assert scripts == set(SCRIPTS)
 
 
-@pytest.mark.parametrize("script", sorted(SCRIPTS))
+#: quick modes that start a database cluster or fit dozens of models (several CPU-seconds
+#: each): slow tests, so the default run keeps within its CPU budget (README)
+SLOW_QUICK = {"ledger_team.py", "tuning.py"}
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(name, marks=pytest.mark.slow) if name in SLOW_QUICK else name
+        for name in sorted(SCRIPTS)
+    ],
+)
 def test_quick_mode_runs_and_prints_its_table(script, tmp_path):
     extra, header, peers = SCRIPTS[script]
     data = tmp_path / "no-data"
