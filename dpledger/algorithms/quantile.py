@@ -441,6 +441,12 @@ def _levels(q: Any) -> tuple[list[float], bool]:
 
 def _values(data: Any) -> np.ndarray:
     """``data`` as a 1-D float array (one value per record, NaN for a missing one)."""
+    if hasattr(data, "__dask_graph__"):
+        raise InvalidArgumentTypeError(
+            "`data` is a dask collection: the exact quantile sampler needs the column sorted "
+            "in one process, so it takes in-memory data only (a numpy array or pandas "
+            "Series); compute the column first if it fits in memory."
+        )
     raw = data.to_numpy() if hasattr(data, "to_numpy") else data
     if np.iscomplexobj(raw):
         raise InvalidArgumentTypeError("`data` must be real numbers. Found complex values.")

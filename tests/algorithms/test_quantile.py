@@ -306,3 +306,12 @@ def test_label_reaches_the_receipts():
     with pytest.raises(InvalidArgumentTypeError, match="label"):
         quantile(ages, 0.5, ledger=ledger, bounds=(0, 120), epsilon=1.0, label=3)
     assert len(ledger.receipts) == 4
+
+
+def test_a_dask_column_is_refused_by_name_never_gathered():
+    dd = pytest.importorskip("dask.dataframe")
+    column = dd.from_pandas(pd.Series(np.arange(100.0)), npartitions=2)
+    ledger = dpl.Ledger(1.0, 0.0)
+    with pytest.raises(InvalidArgumentTypeError, match="dask"):
+        quantile(column, 0.5, ledger=ledger, bounds=(0, 100), epsilon=1.0)
+    assert ledger.receipts == ()
