@@ -295,11 +295,7 @@ class PostgresStore:
             try:
                 yield conn
             except BaseException:
-                if not conn.closed and not conn.broken:
-                    try:
-                        conn.execute("ROLLBACK")
-                    except self._psycopg.Error:
-                        self._drop()
+                self._rollback(conn)
                 raise
             conn.execute("COMMIT")
 
@@ -524,13 +520,17 @@ class PostgresStore:
             try:
                 new, body, digest = self._append(conn, known, known_hash, build, where)
             except BaseException:
-                if not conn.closed and not conn.broken:
-                    try:
-                        conn.execute("ROLLBACK")
-                    except self._psycopg.Error:
-                        self._drop()
+                self._rollback(conn)
                 raise
         return new, body, digest
+
+    def _rollback(self, conn: Any) -> None:
+        """Roll back a failed transaction; drop a connection that cannot even do that."""
+        if not conn.closed and not conn.broken:
+            try:
+                conn.execute("ROLLBACK")
+            except self._psycopg.Error:
+                self._drop()
 
     def _append(
         self, conn: Any, known: int, known_hash: str | None, build: Build, where: str
