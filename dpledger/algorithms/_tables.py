@@ -94,9 +94,19 @@ class Contribution:
         return top, full * c * c + rest * rest
 
 
+MAX_BOUND = 2**53
+"""The largest contribution bound (beyond it the sensitivities are not exact floats)."""
+
+
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidArgumentError(f"`{name}` must be a positive integer. Found {value!r}.")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not 1 <= value <= MAX_BOUND
+    ):
+        raise InvalidArgumentError(
+            f"`{name}` must be a positive integer of at most 2**53. Found {value!r}."
+        )
     return int(value)
 
 

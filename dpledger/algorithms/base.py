@@ -470,10 +470,7 @@ class PrivateEstimator(BaseEstimator):  # type: ignore[misc]
         own = (float(self._validate_params().epsilon), float(self._validate_params().delta))
         token = _PREVIEWING.set(True)
         try:
-            if y is None:
-                self.fit(X, **fit_params)
-            else:
-                self.fit(X, y, **fit_params)
+            self.fit(X, y, **fit_params)
         except _Previewed as stopped:
             reservation = stopped.reservation
         else:  # pragma: no cover - every estimator plans through _reserve

@@ -148,7 +148,7 @@ class ADASSP(LinearRegressorMixin, SufficientStatisticsModel):
 
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         **SufficientStatisticsModel._parameter_constraints,
-        "max_rows_per_id": OrNone(Integer(1)),
+        "max_rows_per_id": OrNone(Integer(1, 2**53, why="sensitivities stay exact floats")),
         "delta": Delta(gaussian=True),
         "rho": Probability(low_open=True, high_open=True),
         "budget_split": OrNone(Shares(3, of="(lambda_min, XtX, Xty)")),
@@ -293,7 +293,7 @@ class SSP(LinearRegressorMixin, SufficientStatisticsModel):
 
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         **SufficientStatisticsModel._parameter_constraints,
-        "max_rows_per_id": OrNone(Integer(1)),
+        "max_rows_per_id": OrNone(Integer(1, 2**53, why="sensitivities stay exact floats")),
         "delta": Delta(gaussian=True),
     }
 

@@ -16,15 +16,21 @@ from typing import Any
 from dpledger._public import namespace
 from dpledger.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["Part", "Split", "split"]
+__all__ = ["MAX_PARTS", "Part", "Split", "split"]
+
+MAX_PARTS = 1_000_000
+"""The most parts a split may have."""
 
 
 class Split:
     """k parts of what remains in ``ledger`` (see the module)."""
 
     def __init__(self, ledger: Any, k: Any) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InvalidArgumentError(f"`k` must be a positive integer. Found {k!r}.")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_PARTS:
+            raise InvalidArgumentError(
+                f"`k` must be a positive integer of at most {MAX_PARTS:,} (each part is an "
+                f"object). Found {k!r}."
+            )
         self.ledger = ledger
         self.parts = tuple(Part(self, i) for i in range(k))
         self._lock = threading.Lock()

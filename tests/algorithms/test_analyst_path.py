@@ -253,3 +253,16 @@ def test_an_estimators_preview_spends_nothing_and_states_the_fits_noise(shared):
     if shared:
         for receipt, release in zip(ledger.receipts, preview.releases, strict=True):
             assert receipt.mechanism.startswith(f"Gaussian(sigma={release.noise_scale!r},")
+
+
+def test_hostile_splits_and_previews_are_named_errors():
+    """Hostile sweep: split(10**400) tried to build 10**400 parts (a hang); a supervised
+    estimator's preview without y raised a raw TypeError."""
+    from dpledger.algorithms import ADASSP
+
+    for k in (10**400, 10**7, 0, True, "3"):
+        with pytest.raises(dpl.InvalidArgumentError, match="`k`"):
+            dpl.Ledger(1.0, 1e-6).split(k)
+    model = ADASSP(epsilon=1.0, delta=1e-6, x_bound=1.0, y_bound=1.0, adjacency="add_remove")
+    with pytest.raises(dpl.InvalidArgumentError, match="`y` is required"):
+        model.preview(np.ones((5, 2)))

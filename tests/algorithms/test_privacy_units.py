@@ -304,3 +304,17 @@ def test_a_row_without_an_id_is_its_own_person_never_dropped():
     n = alg.count(pd.DataFrame({"id": ids}), privacy_id="id", max_rows_per_id=1,
                   ledger=ledger, epsilon=1e5, delta=1e-7, rng=0)  # fmt: skip
     assert n == 4  # persons 1 and 2, and the two id-less rows
+
+
+@pytest.mark.parametrize("bound", [10**400, 2**53 + 1, 10**18])
+def test_a_contribution_bound_beyond_2_53_is_refused_by_name(bound):
+    """Hostile sweep: 10**400 raised a raw OverflowError (query and estimator)."""
+    data = _people(np.random.default_rng(11))
+    ledger = dpl.Ledger(1.0, 1e-6)
+    with pytest.raises(dpl.InvalidArgumentError, match="max_rows_per_id"):
+        alg.count(data, ledger=ledger, share=0.5, privacy_id="pid", max_rows_per_id=bound)
+    model = alg.ADASSP(epsilon=1.0, delta=1e-6, x_bound=1.0, y_bound=1.0,
+                       adjacency="add_remove", max_rows_per_id=bound, ledger=ledger)  # fmt: skip
+    with pytest.raises(dpl.InvalidArgumentError, match="max_rows_per_id"):
+        model.fit(np.ones((5, 2)), np.ones(5), privacy_id=np.arange(5))
+    assert ledger.receipts == ()
