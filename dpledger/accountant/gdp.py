@@ -51,7 +51,7 @@ from dpledger._numerics import (
     sum_up,
 )
 from dpledger._public import namespace
-from dpledger._solve import NoSafeValueError, smallest_satisfying
+from dpledger._solve import NoSafeValueError, smallest_satisfying, step_up
 from dpledger._validation import check_nonnegative, check_positive, check_probability
 from dpledger.accountant import events as ev
 from dpledger.accountant._base import Accountant, Summary
@@ -122,6 +122,17 @@ def gdp_log_delta(epsilon: float, mu: float) -> float:
         return min(0.0, math.log(mu) - 0.5 * math.log(2 * math.pi) - x * x / 2 + 1e-12)
     if mu < 1e-2:
         return _log_delta_mpmath(epsilon, mu)
+    return _log_delta_float(epsilon, mu)
+
+
+def _log_delta_float(epsilon: float, mu: float) -> float:
+    """An upper bound on log δ(ε) in float64, its rounding error bounded and added.
+
+    Valid for every μ > 0 (the cancellation of the erfcx difference is part of the error
+    bound), but the bound loosens as 1/μ: :func:`gdp_log_delta` uses it for μ ≥ 1e-2
+    only, and :func:`gdp_epsilon` uses it below that only to find a starting point that
+    the exact evaluation then polishes and certifies.
+    """
     a = mu / 2 - epsilon / mu
     b = -mu / 2 - epsilon / mu
     if a >= 5.0:
@@ -132,8 +143,10 @@ def gdp_log_delta(epsilon: float, mu: float) -> float:
     x, y = float(special.erfcx(-a / _SQRT2)), float(special.erfcx(-b / _SQRT2))
     diff = x - y
     if diff <= 0:
-        # Only reachable when δ underflows every representation (far below 1e-300).
-        return -math.inf
+        # For μ ≥ 1e-2 only reachable when δ underflows every representation (far below
+        # 1e-300); for smaller μ the difference may also have cancelled away, which says
+        # nothing: no bound (the caller falls back to the exact evaluation).
+        return -math.inf if mu >= 1e-2 else 0.0
     # Rounding-error bound of this float64 evaluation (a few ulps of each magnitude,
     # amplified by the cancellation x − y), added so that the result is an upper bound.
     error = _ERR_ULPS * _ULP * (a * a / 2 + 1.0 + (x + y) / diff)
@@ -191,10 +204,80 @@ def gdp_epsilon(delta: float, mu: float) -> float:
     def excess(eps: float) -> float:
         return gdp_log_delta(eps, mu) - log_target
 
+    if _POLISH_MU <= mu < 1e-2:
+        found = _epsilon_polished(log_target, mu, hi)
+        if found is not None:
+            return round_up(found)
     try:
         return round_up(smallest_satisfying(excess, 0.0, hi, what="epsilon"))
     except NoSafeValueError:
         return round_up(hi)  # the bracket's safe end is itself a valid upper bound
+
+
+_POLISH_MU = 1e-10
+"""From here to μ = 1e-2 :func:`gdp_epsilon` polishes a float root (below, the float form
+cancels too much to give a useful start, and the full search over the exact form runs)."""
+
+
+def _epsilon_polished(log_target: float, mu: float, hi: float) -> float | None:
+    """:func:`gdp_epsilon` for 1e-10 ≤ μ < 1e-2 in two or three exact evaluations.
+
+    There the exact δ(ε) is evaluated in mpmath (the float form cancels as 1/μ), which is
+    slow (≈ 0.2 ms each; a Brent search takes a dozen). Instead: the root of the float
+    bound (:func:`_log_delta_float`, an upper bound, so its root is safe and close),
+    then Newton steps on the exact log δ(ε) + the margin :func:`_log_delta_mpmath` adds,
+    with the exact derivative dδ/dε = −e^ε Φ(−μ/2 − ε/μ) (the φ terms cancel, since
+    e^ε φ(b) = φ(a)); the result is then *checked* with :func:`gdp_log_delta` itself
+    and stepped up until the check holds, exactly as :func:`smallest_satisfying` does.
+    So the value returned is the one the Brent search over the exact form would return,
+    up to its tolerance, and it holds as evaluated. ``None``: no float start (the
+    caller runs the full search).
+    """
+    import mpmath  # imported on first use, not with dpledger (issue #32)
+
+    try:
+        start = smallest_satisfying(
+            lambda eps: _log_delta_float(eps, mu) - log_target, 0.0, hi, what="epsilon"
+        )
+    except NoSafeValueError:
+        return None
+
+    def holds(eps: float) -> bool:
+        return gdp_log_delta(eps, mu) <= log_target
+
+    if start == 0.0:
+        return 0.0 if holds(0.0) else None
+    digits = 30 + int(max(0.0, -math.log10(mu)))
+    with mpmath.workdps(digits):
+        m, x = mpmath.mpf(mu), mpmath.mpf(start)
+        for _ in range(4):
+            head = mpmath.ncdf(m / 2 - x / m)
+            tail = mpmath.exp(x) * mpmath.ncdf(-m / 2 - x / m)
+            value = head - tail
+            if value <= 0 or tail <= 0:
+                return None
+            log_value = mpmath.log(value)
+            excess = log_value + abs(log_value) * mpmath.mpf(2) ** -48 + 1e-14 - log_target
+            step = excess * value / tail  # Newton: g' = −tail / value
+            x = max(x + step, mpmath.mpf(0))
+            if abs(step) <= x * 1e-6:
+                # Newton converges quadratically: from within 1e-6 (relative) the new x
+                # is within ~1e-12 of the root; the float start is usually within 1e-12,
+                # so one step is exact to double precision, and the check below decides
+                break
+        # two ulps up: float(x) may round below the root, and the check rounds log δ
+        candidate = math.nextafter(math.nextafter(float(x), math.inf), math.inf)
+    try:
+        return step_up(
+            holds,
+            candidate,
+            first_step=max(candidate * 2.0**-50, 5e-324),
+            high=hi,
+            tries=60,
+            what="epsilon",
+        )
+    except NoSafeValueError:
+        return None
 
 
 def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> float:

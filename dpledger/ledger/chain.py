@@ -319,7 +319,11 @@ class Snapshot:
     first: Row | None
 
 
-Build = Callable[[list[Row], str], Entry]
+Build = Callable[..., Entry]
+"""``build(new_rows, previous_hash, head=None)``: the entry to append after ``new_rows``
+(verified receipts others appended, replayed first), or — a database store under
+contention — built on the sealed ``head`` state with the rows replayed after the commit
+(the builder raises ``persistence.NotAtHeadError`` if it cannot, and gets the rows)."""
 
 
 class Store(Protocol):

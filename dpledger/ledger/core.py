@@ -45,6 +45,7 @@ from dpledger.ledger.chain import (
     Entry,
     Row,
     Store,
+    Tip,
     canonical,
     chain_hash,
     make_head,
@@ -309,13 +310,15 @@ class Ledger:
     def _planned(self, body: dict[str, Any]) -> PlannedFilter:
         return planned_filter(self.epsilon, self.delta, body)
 
-    def _body(self, kind: str, event: ev.Event, label: str | None, new: _State) -> dict[str, Any]:
+    def _body(
+        self, kind: str, event: ev.Event, label: str | None, new: _State, seq: int
+    ) -> dict[str, Any]:
         filt = new.filter
         charge = list(filt.shown_cost(event)) if kind == "spend" else []
         shown = filt.shown(new.total)
         eps, delta = (0.0, 0.0) if not any(new.total) else filt.guarantee(shown)
         return {
-            "seq": self._count(),
+            "seq": seq,
             "kind": kind,
             "event": ev.to_dict(event),
             "label": label,
@@ -418,18 +421,29 @@ class Ledger:
         quota: str | None = None,
     ) -> Receipt:
         pending: list[_State] = []
+        built_on: list[Tip] = []
 
-        def build(new: list[Row], previous: str) -> Entry:
-            self._absorb(new)  # what other handles committed first
-            draft = {"seq": self._count(), "kind": kind, **(extra or {})}
-            state = self._transition(self._state, draft, event)
-            if kind == "spend" and isinstance(self._state.filter, AutoFilter):
+        def build(new: list[Row], previous: str, head: Tip | None = None) -> Entry:
+            if head is None:
+                self._absorb(new)  # what other handles committed first
+                before, seq, spent = self._state, self._count(), self._spent
+                quota_totals = self._quota_totals
+            else:
+                # others spent since this handle last looked: build on the head's sealed
+                # state (verified by the store), and replay their receipts after the
+                # commit, outside the head's lock (see persistence.state_at)
+                before = persistence.state_at(self, head)
+                seq, spent, quota_totals = head.count, head.spent, dict(head.quotas)
+                built_on.append(head)
+            draft = {"seq": seq, "kind": kind, **(extra or {})}
+            state = self._transition(before, draft, event)
+            if kind == "spend" and isinstance(before.filter, AutoFilter):
                 extra_filter = {"filter": state.filter.config()}
             else:
                 extra_filter = {}
             shown_event = state.filter.composed if kind == "plan" else event  # type: ignore[attr-defined]
             body = {
-                **self._body(kind, shown_event, label, state),
+                **self._body(kind, shown_event, label, state, seq),
                 **(extra or {}),
                 **extra_filter,
             }
@@ -438,7 +452,7 @@ class Ledger:
             quota_total = quota_limit = None
             if quota is not None:
                 body["quota"] = quota
-                quota_total, quota_limit = quotas.debit(self, quota, filt, charge)
+                quota_total, quota_limit = quotas.debit(self, quota, filt, charge, quota_totals)
             body["prev"] = previous
             canonical(body)  # fail before writing if anything is not serialisable
             pending.append(state)
@@ -447,18 +461,20 @@ class Ledger:
                 charge=charge,
                 filter=filt.config(),
                 total=state.total,
-                spent=(body["epsilon"], body["delta"]) if kind == "spend" else self._spent,
+                spent=(body["epsilon"], body["delta"]) if kind == "spend" else spent,
                 limit=tuple(Fraction(x) for x in filt.limit()),
                 origin=persistence.origin(self),
                 quota=quota,
                 quota_total=quota_total,
                 quota_limit=quota_limit,
-                quotas=quotas.totals_after(self, quota, quota_total),
+                quotas=quotas.totals_after(self, quota, quota_total, quota_totals),
             )
 
         with self._lock:
             if self._store is not None:
-                _, body, digest = self._store.append(self._count(), self._tip_hash(), build)
+                new, body, digest = self._store.append(self._count(), self._tip_hash(), build)
+                if built_on:
+                    persistence.catch_up(self, new, built_on[-1], body["seq"])
             else:
                 previous = self._tip_hash()
                 body = build([], previous).body

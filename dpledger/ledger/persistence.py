@@ -211,8 +211,8 @@ def _copy_in(ledger: Ledger, body: dict[str, Any], digest: str) -> None:
     assert store is not None
     pending: list[Any] = []
 
-    def build(new: list[Any], previous: str) -> Entry:
-        if new or body.get("prev") != previous:
+    def build(new: list[Any], previous: str, head: Tip | None = None) -> Entry:
+        if new or head is not None or body.get("prev") != previous:
             raise LedgerIntegrityError(
                 "the destination ledger changed while it was being copied into; copy into a "
                 "ledger nobody else uses."
@@ -374,6 +374,51 @@ def restore(ledger: Ledger, snapshot: Snapshot) -> None:
             "the ledger's sealed running total does not match its receipts: the state "
             "record was rewritten."
         )
+
+
+class NotAtHeadError(Exception):
+    """The head's sealed state is not one this handle can build on (the store replays)."""
+
+
+def state_at(ledger: Ledger, head: Tip) -> Any:
+    """The ledger's state at the sealed ``head``, to build a spend on before replaying.
+
+    The store has verified the head's seal and that it describes the head row; the
+    receipts others appended wait until after the commit.
+
+    Only when the head keeps this handle's own filter (the steady state of a shared
+    ledger); an automatic ledger another handle settled, a plan, or a total that does not
+    fit the filter raise :class:`NotAtHeadError`, and the store verifies and replays the
+    receipts first, as before. What is decided is exactly what replaying them would
+    decide — the head's state is what they lead to, which :func:`catch_up` checks right
+    after the commit — and the database checks the new total against its own.
+    """
+    filt = ledger._state.filter
+    if head.filter != filt.config() or isinstance(filt, AutoFilter):
+        raise NotAtHeadError
+    if len(head.total) != len(filt.limit()) or not filt.within(head.total):
+        raise NotAtHeadError
+    return type(ledger._state)(filt, head.total)
+
+
+def catch_up(ledger: Ledger, rows: list[Row], head: Tip, seq: int) -> None:
+    """Replay the receipts a spend was built past (verified by the store after its commit).
+
+    They must lead to the sealed head the spend was built on; otherwise the ledger's
+    receipts and its sealed state disagree (someone rewrote one of them).
+    """
+    try:
+        ledger._absorb(rows)
+        if tip(ledger) != head:
+            raise LedgerIntegrityError(
+                "the receipts appended since this handle last looked do not lead to the "
+                "ledger's sealed state: the state or the receipts were rewritten."
+            )
+    except LedgerIntegrityError as error:
+        raise LedgerIntegrityError(
+            f"{error} This spend was recorded (receipt {seq}) but nothing was released; "
+            "open the ledger again and run `dpledger ledger verify`."
+        ) from None
 
 
 def load_earlier(ledger: Ledger) -> None:

@@ -39,6 +39,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from dpledger._public import namespace
 from dpledger.errors import (
     BudgetExceededError,
+    DPLedgerError,
     InvalidArgumentError,
     LedgerIntegrityError,
 )
@@ -63,6 +64,7 @@ from dpledger.ledger.chain import (
     state_record,
     verify_rows,
 )
+from dpledger.ledger.persistence import NotAtHeadError
 from dpledger.ledger.pgschema import SCHEMA_SQL
 
 __all__ = ["DEFAULT_LEDGER", "PostgresStore", "exact_decimal", "init_db", "parse_url"]
@@ -183,6 +185,11 @@ class PostgresStore:
         self._pid = -1
         self._user = ""
         self.timeout = float(os.environ.get("DPLEDGER_PG_TIMEOUT", _TIMEOUT))
+        # the head this handle last wrote or read: (count, hash, the checkpoint its sealed
+        # state keeps, None for no state yet); a spend that follows it tries one round trip
+        self._known_head: tuple[int, str, Tip | None] | None = None
+        self._uncontended = True  # the last spend found no one else's receipts
+        self._has_head_is = True  # False on a database whose schema predates head_is
         with self._lock:
             self._connection()
 
@@ -433,6 +440,7 @@ class PostgresStore:
             if state is None:
                 rows = verify_rows(self._rows(conn, 0), 0, genesis, self._key, where)
                 check_head(head, len(rows), rows[-1][1] if rows else genesis, self._key, where)
+                self._known_head = (head["count"], head["hash"], None)
                 return Snapshot(None, None, rows, None)
             tip, checkpoint = state
             start = checkpoint.count
@@ -440,6 +448,7 @@ class PostgresStore:
             last = rows[-1][1] if rows else checkpoint.hash
             check_head(head, start + len(rows), last, self._key, where)
             check_tip(tip, head, where)
+            self._known_head = (head["count"], head["hash"], checkpoint)
             first = None
             if start > 0:
                 first = verify_rows(self._rows(conn, 0, 1), 0, genesis, self._key, where)[0]
@@ -518,11 +527,62 @@ class PostgresStore:
         with self._lock, self._translated("recording a spend"):
             conn = self._connection()
             try:
+                done = self._append_following(conn, known, known_hash, build)
+                if done is not None:
+                    return [], done[0], done[1]
                 new, body, digest = self._append(conn, known, known_hash, build, where)
             except BaseException:
+                self._known_head = None
                 self._rollback(conn)
                 raise
         return new, body, digest
+
+    def _append_following(
+        self, conn: Any, known: int, known_hash: str | None, build: Build
+    ) -> tuple[dict[str, Any], str] | None:
+        """One round trip for a spend that follows the head this handle last saw, or None.
+
+        When no one else has spent since this handle's last spend (or open), the receipt
+        is built on the head it knows and inserted in one statement whose condition,
+        ``dpledger.head_is``, locks the head row and checks that it is still that head;
+        the trigger then checks and debits as always, and the statement's transaction
+        commits durably (the flush is waited for while the row is held — only this
+        client wants it). If the head moved, nothing is written (zero rows) and the
+        caller takes the locked path, which reads what the others appended. Used only
+        while this handle's spends meet no one else's: under contention every spend
+        takes the locked path (one wasted round trip per spend would slow everyone).
+        """
+        cached = self._known_head
+        if not (self._uncontended and self._has_head_is and cached is not None):
+            return None
+        count, last, stored = cached
+        if count != known or (known_hash is not None and known_hash != last):
+            return None
+        try:
+            entry = build([], last)
+        except DPLedgerError:
+            # decided on what this handle knew; others may have spent since (and settled
+            # an automatic ledger's currency): the locked path decides on the head
+            return None
+        text = canonical(entry.body)
+        digest = chain_hash(last, text, self._key)
+        checkpoint = entry.origin if stored is None else stored
+        tip = Tip(count + 1, digest, entry.filter, entry.total, entry.spent, entry.quotas)
+        moved = next_checkpoint(tip, checkpoint)
+        record = state_record(tip, moved, self._key)
+        try:
+            cursor = self._insert(
+                conn, entry, text, digest, last, tip, record, head=(self.name, count, last)
+            )
+        except self._psycopg.errors.UndefinedFunction:
+            self._has_head_is = False  # a schema installed before head_is: the locked path
+            return None
+        if cursor.rowcount != 1:
+            self._uncontended = False
+            self._known_head = None
+            return None
+        self._known_head = (tip.count, digest, moved)
+        return entry.body, digest
 
     def _rollback(self, conn: Any) -> None:
         """Roll back a failed transaction; drop a connection that cannot even do that."""
@@ -547,40 +607,68 @@ class PostgresStore:
         it (the error says so).
         """
         # one round trip to lock the head (lock_head also makes this transaction's commit
-        # not wait for the disk: the barrier below does, after the head is released)
+        # not wait for the disk: the barrier below does, after the head is released) and
+        # read what others appended since this handle last looked
         with conn.pipeline():
             conn.execute("BEGIN")
             cursor = conn.execute(
                 "SELECT config, genesis, count, hash, seal, state FROM dpledger.lock_head(%s)",
                 (self.name,),
             )
+            appended = conn.execute(
+                "SELECT seq, body, hash FROM dpledger.receipts WHERE ledger = %s AND seq >= %s "
+                "ORDER BY seq",
+                (self.name, known),
+            )
         head_row = cursor.fetchone()
         if head_row is None:
             self._row_missing()
+        raw = appended.fetchall()
         genesis = head_row[1]
         head = self._head(head_row)
         previous = genesis if known_hash is None else known_hash
-        new: list[Row] = []
-        if head["count"] != known or head["hash"] != previous:
-            new = verify_rows(self._rows(conn, known), known, previous, self._key, where)
-        last = new[-1][1] if new else previous
-        check_head(head, known + len(new), last, self._key, where)
         stored = None
         if head_row[5] is not None:
             stored = check_state(json.loads(head_row[5]), self._key, where)
-        entry = build(new, last)
+        self._uncontended = head["count"] == known and head["hash"] == previous
+        new: list[Row] = []
+        entry = None
+        if not self._uncontended and stored is not None:
+            # others spent: build on the head's sealed state, so that the head is held for
+            # O(1) work; their receipts are verified and replayed after the commit
+            check_head(head, head["count"], head["hash"], self._key, where)
+            check_tip(stored[0], head, where)
+            with contextlib.suppress(NotAtHeadError):
+                entry = build([], head["hash"], stored[0])
+        deferred = entry is not None
+        if entry is None:
+            new = verify_rows(raw, known, previous, self._key, where)
+        last = head["hash"] if deferred else (new[-1][1] if new else previous)
+        if entry is None:
+            check_head(head, known + len(new), last, self._key, where)
+            entry = build(new, last)
         body = entry.body
         text = canonical(body)
         digest = chain_hash(last, text, self._key)
         checkpoint = entry.origin if stored is None else stored[1]
         tip = Tip(body["seq"] + 1, digest, entry.filter, entry.total, entry.spent, entry.quotas)
-        record = state_record(tip, next_checkpoint(tip, checkpoint), self._key)
+        moved = next_checkpoint(tip, checkpoint)
+        record = state_record(tip, moved, self._key)
         # one round trip: the insert (the database's check-and-debit), the commit, and the
         # durability barrier (skipped by the server if the insert fails)
         with conn.pipeline():
             self._insert(conn, entry, text, digest, last, tip, record)
             conn.execute("COMMIT")
             conn.execute("SELECT dpledger.sync()")
+        self._known_head = (tip.count, digest, moved)
+        if deferred:
+            new = verify_rows(raw, known, previous, self._key, where)
+            if known + len(new) != head["count"] or (new[-1][1] if new else previous) != last:
+                raise LedgerIntegrityError(
+                    f"{where}: the receipts appended since this handle last looked do not "
+                    f"lead to the head. This spend was recorded (receipt {body['seq']}) but "
+                    "nothing was released; run `dpledger ledger verify`."
+                )
         return new, body, digest
 
     def _insert(
@@ -592,19 +680,31 @@ class PostgresStore:
         previous: str,
         tip: Tip,
         record: dict[str, Any],
-    ) -> None:
+        head: tuple[str, int, str] | None = None,
+    ) -> Any:
+        """Insert the receipt (with ``head``: only if ``dpledger.head_is(*head)``)."""
         charge_num, charge_den = _texts(entry.charge)
         total_num, total_den = _texts(entry.total)
         quota_num = quota_den = None
         if entry.quota is not None and entry.quota_total is not None:
             quota_num, quota_den = _texts(entry.quota_total)
-        conn.execute(
+        values = (
+            "%s, %s, %s, %s, %s, %s, %s::text[]::numeric[], %s::text[]::numeric[], "
+            "%s::text[]::numeric[], %s::text[]::numeric[], %s, %s::text[]::numeric[], "
+            "%s::text[]::numeric[], %s, %s, %s"
+        )
+        columns = (
             "INSERT INTO dpledger.receipts (ledger, seq, body, hash, prev, filter, charge_num, "
             "charge_den, total_num, total_den, quota, quota_total_num, quota_total_den, "
-            "head_seal, state, imported) VALUES (%s, %s, %s, %s, %s, %s, "
-            "%s::text[]::numeric[], %s::text[]::numeric[], %s::text[]::numeric[], "
-            "%s::text[]::numeric[], %s, %s::text[]::numeric[], %s::text[]::numeric[], %s, %s, "
-            "%s)",
+            "head_seal, state, imported) "
+        )
+        query = columns + (
+            f"VALUES ({values})"
+            if head is None
+            else f"SELECT {values} WHERE dpledger.head_is(%s, %s, %s)"
+        )
+        return conn.execute(
+            query,
             (
                 self.name,
                 entry.body["seq"],
@@ -622,6 +722,7 @@ class PostgresStore:
                 make_head(tip.count, digest, self._key)["seal"],
                 canonical(record),
                 entry.imported,
+                *(head or ()),
             ),
         )
 

@@ -134,10 +134,19 @@ def open_quota(ledger: Ledger, name: str, *, epsilon: float, delta: float = 0.0)
     return Quota(ledger, name, epsilon, delta)
 
 
-def debit(ledger: Ledger, name: str, currency: Filter, charge: Total) -> tuple[Total, Total]:
-    """(quota total after ``charge``, quota limit), or BudgetExceededError (nothing recorded)."""
+def debit(
+    ledger: Ledger,
+    name: str,
+    currency: Filter,
+    charge: Total,
+    totals: dict[str, Total] | None = None,
+) -> tuple[Total, Total]:
+    """(quota total after ``charge``, quota limit), or BudgetExceededError (nothing recorded).
+
+    ``totals``: the quotas' totals to start from (default: the handle's own).
+    """
     filt = quota_filter(ledger, name, currency)
-    before = ledger._quota_totals.get(name) or filt.zero()
+    before = (ledger._quota_totals if totals is None else totals).get(name) or filt.zero()
     after = filt.add(before, charge)
     if not filt.within(after):
         remaining = filt.stated(filt.remaining(before), remains=True)
@@ -166,10 +175,13 @@ def add(ledger: Ledger, name: str, currency: Filter, charge: Total) -> None:
 
 
 def totals_after(
-    ledger: Ledger, name: str | None, total: Total | None
+    ledger: Ledger,
+    name: str | None,
+    total: Total | None,
+    before: dict[str, Total] | None = None,
 ) -> tuple[tuple[str, Total], ...]:
     """Every quota's total once the receipt being written (charged to ``name``) is in."""
-    totals = dict(ledger._quota_totals)
+    totals = dict(ledger._quota_totals if before is None else before)
     if name is not None and total is not None:
         totals[name] = total
     return tuple(sorted(totals.items()))

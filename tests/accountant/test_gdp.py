@@ -8,6 +8,7 @@ import mpmath
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy import special
 
 import dpledger.accountant as acc
 from dpledger import events as ev
@@ -66,6 +67,31 @@ def test_epsilon_inverse_matches_mpmath(delta, mu):
     assert ours >= float(exact)  # never below the exact value
     assert ours == pytest.approx(float(exact), rel=REL, abs=1e-12)
     assert ref.gaussian_delta(ours, mu) <= mpmath.mpf(delta) * (1 + mpmath.mpf("1e-12"))
+
+
+@pytest.mark.parametrize("mu", [1e-29, 1e-12, 1e-6, 1e-5, 1e-4, 5e-4, 2e-3, 8.7e-3, 9.99e-3])
+@pytest.mark.parametrize("delta", [1e-300, 1e-100, 1e-12, 1e-6, 0.01, 0.3])
+def test_small_mu_root_is_the_exact_search(mu, delta, monkeypatch):
+    """Below μ = 1e-2 the root is polished by Newton on the exact form, in ≤ 3 exact
+    evaluations, and equals the full Brent search over the exact form (the slow path a
+    ledger used to run on every spend) to 5e-15, holding as evaluated."""
+    from dpledger.accountant import gdp as module
+
+    full = module.smallest_satisfying(
+        lambda eps: gdp_log_delta(eps, mu) - math.log(delta),
+        0.0,
+        mu * mu / 2 - mu * float(special.ndtri_exp(math.log(delta))) * (1 + 1e-12) + 1e-12,
+    )
+    exact_calls = []
+    original = module._log_delta_mpmath
+    monkeypatch.setattr(
+        module, "_log_delta_mpmath", lambda e, m: exact_calls.append(e) or original(e, m)
+    )
+    ours = gdp_epsilon(delta, mu)
+    assert gdp_log_delta(ours, mu) <= math.log(delta)
+    assert ours == pytest.approx(full, rel=5e-15, abs=1e-300)  # both searches: rtol 8.9e-16
+    if mu >= 1e-10:  # below, the full search runs
+        assert len(exact_calls) <= 3
 
 
 def test_large_epsilon_at_tiny_delta():

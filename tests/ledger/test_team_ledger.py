@@ -297,6 +297,154 @@ def test_pg_server_refuses_an_overspend_from_a_buggy_client(pg_url, monkeypatch)
         assert check.verify() == len(check.receipts)
 
 
+def _count_locked_spends(monkeypatch):
+    """Count the spends that take the locked (two-round-trip) path of the PostgreSQL store."""
+    from dpledger.ledger.pgstore import PostgresStore
+
+    locked = []
+    original = PostgresStore._append
+
+    def counted(self, *args, **kwargs):
+        locked.append(self.name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(PostgresStore, "_append", counted)
+    return locked
+
+
+def test_pg_a_lone_spender_takes_one_round_trip_and_a_moved_head_the_locked_path(
+    pg_cluster, pg_url, monkeypatch
+):
+    """A spend that follows the head its handle knows is one statement (head_is locks and
+    checks the head); when someone else spent in between, nothing is written and the
+    locked path appends after their receipts — the chain, the totals and both handles
+    agree, and the handles go back to one round trip once alone again."""
+    locked = _count_locked_spends(monkeypatch)
+    dpl.Ledger(1.0, 0.0, accountant="basic", path=pg_url("owner")).close()
+    alice = dpl.Ledger.open(pg_url("alice"))
+    bob = dpl.Ledger.open(pg_url("bob"))
+    _spend(alice, 4, ev.PureDP(0.01))
+    assert locked == []  # open read the head: every spend of a lone handle is one trip
+    bob.spend(ev.PureDP(0.02), label="bob")  # bob's head is stale: zero rows, then locked
+    assert len(locked) == 1
+    alice.spend(ev.PureDP(0.03), label="alice after bob")  # alice's turn to find it moved
+    assert len(locked) == 2
+    _spend(alice, 2, ev.PureDP(0.01))  # contended last time: one locked spend, then alone
+    assert len(locked) == 3
+    _spend(alice, 3, ev.PureDP(0.01))
+    assert len(locked) == 3
+    with dpl.Ledger.open(pg_url("carol")) as check:
+        assert check.verify() == 11
+        assert [r.label for r in check.receipts][4:6] == ["bob", "alice after bob"]
+        assert check.spent[0] == pytest.approx(0.14)
+    assert alice.spent == bob.spent  # bob reads alice's later spends when asked
+    name = pg_url("owner").rsplit("=", 1)[1]
+    (row,) = pg_cluster.sql(
+        f"SELECT total_num::text[], total_den::text[] FROM dpledger.ledgers WHERE name = '{name}'"
+    )
+    exact = Fraction(9 * Fraction(0.01)) + Fraction(0.02) + Fraction(0.03)
+    assert Fraction(int(row[0][0]), int(row[1][0])) == exact
+    alice.close()
+    bob.close()
+
+
+def test_pg_a_contended_spend_is_built_on_the_sealed_head_and_replays_after(
+    pg_cluster, pg_url, monkeypatch
+):
+    """Under contention the head is held for O(1) work: the spend is built on the head's
+    sealed state, and the receipts others appended are verified and replayed after the
+    commit — a rewritten state (unkeyed, by the database superuser, with the database's
+    own total rewritten to match) is found then, and the error says the spend was
+    recorded (and nothing released)."""
+    from dpledger.ledger import chain, persistence
+
+    caught_up = []
+    original = persistence.catch_up
+    monkeypatch.setattr(
+        persistence, "catch_up", lambda *a: caught_up.append(len(a[1])) or original(*a)
+    )
+    dpl.Ledger(1.0, 0.0, accountant="basic", path=pg_url("owner")).close()
+    alice = dpl.Ledger.open(pg_url("alice"))
+    bob = dpl.Ledger.open(pg_url("bob"))
+    _spend(alice, 2, ev.PureDP(0.1))
+    bob.spend(ev.PureDP(0.1))
+    assert caught_up == [2] and bob.spent[0] == pytest.approx(0.3)
+    _spend(alice, 2, ev.PureDP(0.1))
+    name = pg_url("owner").rsplit("=", 1)[1]
+    ((state,),) = pg_cluster.sql(f"SELECT state FROM dpledger.ledgers WHERE name = '{name}'")
+    tip, checkpoint = chain.check_state(json.loads(state), None, "test")
+    lower = (Fraction(3, 10), *tip.total[1:])  # below the five spends of 0.1
+    forged = chain.Tip(tip.count, tip.hash, tip.filter, lower, tip.spent, tip.quotas)
+    record = chain.canonical(chain.state_record(forged, checkpoint, None))
+    nums = ",".join(str(x.numerator) for x in lower)
+    dens = ",".join(str(x.denominator) for x in lower)
+    pg_cluster.sql(
+        "SET session_replication_role = replica; "
+        f"UPDATE dpledger.ledgers SET state = '{record}', total_num = '{{{nums}}}', "
+        f"total_den = '{{{dens}}}' WHERE name = '{name}'"
+    )
+    with pytest.raises(
+        LedgerIntegrityError, match=r"recorded \(receipt 5\) but nothing was released"
+    ):
+        bob.spend(ev.PureDP(0.1))
+    with pytest.raises(LedgerIntegrityError, match="does not add up"):
+        dpl.Ledger.open(pg_url("carol"))  # and opening the ledger finds it too
+    alice.close()
+    bob.close()
+
+
+def test_pg_a_schema_without_head_is_still_spends(pg_cluster, pg_url, monkeypatch):
+    """A database whose dpledger schema predates head_is: every spend takes the locked
+    path, correctly; `dpledger ledger init-db` installs the function again."""
+    locked = _count_locked_spends(monkeypatch)
+    dpl.Ledger(1.0, 0.0, accountant="basic", path=pg_url("owner")).close()
+    pg_cluster.sql("DROP FUNCTION dpledger.head_is(text, bigint, text)")
+    try:
+        with dpl.Ledger.open(pg_url("alice")) as ledger:
+            _spend(ledger, 3, ev.PureDP(0.1))
+            assert len(locked) == 3
+            assert ledger.verify() == 3
+    finally:
+        assert main(["ledger", "init-db", pg_cluster.url("postgres")]) == 0
+    with dpl.Ledger.open(pg_url("alice")) as ledger:
+        _spend(ledger, 2, ev.PureDP(0.1))
+        assert len(locked) == 3
+        assert ledger.spent[0] == pytest.approx(0.5)
+
+
+def test_pg_a_refusal_on_a_stale_view_is_decided_again_on_the_head(pg_url):
+    """A handle that has not seen another's spends is refused on the head, not on what it
+    last knew: the refusal's remaining budget counts the other handle's spends."""
+    dpl.Ledger(1.0, 0.0, accountant="basic", path=pg_url("owner")).close()
+    alice = dpl.Ledger.open(pg_url("alice"))
+    bob = dpl.Ledger.open(pg_url("bob"))
+    _spend(bob, 3, ev.PureDP(0.25))
+    with pytest.raises(BudgetExceededError) as refused:
+        alice.spend(ev.PureDP(0.5))  # fits what alice last knew (1.0), not the head (0.25)
+    assert refused.value.remaining == bob.remaining
+    assert len(alice.receipts) == 3
+    alice.spend(ev.PureDP(0.25))
+    assert bob.spent[0] == 1.0
+    alice.close()
+    bob.close()
+
+
+def test_pg_a_refusal_is_reported_on_the_head_not_on_the_handles_view(pg_url):
+    """A spend refused on what the handle last knew is decided again on the head, so the
+    refusal states what really remains (not the stale remainder)."""
+    dpl.Ledger(1.0, 0.0, accountant="basic", path=pg_url("owner")).close()
+    alice = dpl.Ledger.open(pg_url("alice"))
+    bob = dpl.Ledger.open(pg_url("bob"))
+    alice.spend(ev.PureDP(0.25))
+    _spend(bob, 2, ev.PureDP(0.25))
+    with pytest.raises(BudgetExceededError) as refused:
+        alice.spend(ev.PureDP(0.9))  # over what alice knew remains (0.75) and the head (0.25)
+    assert refused.value.remaining == bob.remaining
+    assert len(alice.receipts) == 3
+    alice.close()
+    bob.close()
+
+
 def test_pg_exact_totals_agree_with_the_client(pg_cluster, pg_url):
     """Exact rationals: ten Laplace(scale 10) releases use a basic budget of 1 exactly —
     and the database, holding numerators and denominators, agrees to the last digit."""
@@ -331,7 +479,7 @@ def test_pg_quota_is_enforced_by_the_database(pg_url, monkeypatch):
         monkeypatch.setattr(
             quota_module,
             "debit",
-            lambda ledger, name, currency, charge: (
+            lambda ledger, name, currency, charge, totals=None: (
                 currency.add(ledger._quota_totals[name], charge),
                 (Fraction(10**9),),
             ),
