@@ -8,13 +8,16 @@ scripts, shell histories and receipts' error messages — but from ``PGPASSWORD`
 ``~/.pgpass`` or a service file (``?service=NAME``), as libpq does.
 
 The same chain, seal and sealed state as a file (:mod:`.store`), in the tables of
-:mod:`.pgschema`. A spend is one transaction: lock the ledger's head row
-(``dpledger.lock_head``), read and verify the receipts other clients appended since this
-handle last looked, decide with the ledger's rule, insert the receipt with its exact
-charge and running total — and the database's trigger adds the charge to its own exact
-total and refuses the insert unless it is within the limit the owner set (and within the
-quota's). Spenders on every host serialise on that one row (PostgreSQL queues the
-waiters in order); nothing else grows with history.
+:mod:`.pgschema`. A spend is one transaction that inserts the receipt with its exact
+charge and running total — and the database's trigger locks the head row, adds the
+charge to its own exact total and refuses the insert unless it is within the limit the
+owner set (and within the quota's). A handle that spends alone builds the receipt on the
+head it knows and inserts it in one statement, on the condition ``dpledger.head_is``
+(:meth:`PostgresStore._append_following`); when others have spent, it locks the head
+(``dpledger.lock_head``), builds on the head's sealed state, commits, and verifies and
+replays the others' receipts after the commit (:meth:`PostgresStore._append`). Spenders
+on every host serialise on that one row (PostgreSQL queues the waiters in order), held
+for O(1) work; nothing else grows with history.
 
 psycopg 3 is imported only here (``pip install "dpledger[postgres]"``). Every error of
 the database or the network comes out as a dpledger error naming what failed; a server
@@ -595,7 +598,7 @@ class PostgresStore:
     def _append(
         self, conn: Any, known: int, known_hash: str | None, build: Build, where: str
     ) -> tuple[list[Row], dict[str, Any], str]:
-        """The body of :meth:`append`: two round trips.
+        """The body of :meth:`append` when others have spent: two round trips.
 
         Durability: the spend's transaction commits without waiting for the disk
         (``dpledger.lock_head`` sets that), so the head row is held only while the spend

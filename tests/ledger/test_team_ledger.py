@@ -656,3 +656,21 @@ def test_pg_an_automatic_ledger_settling_on_renyi_gets_its_budget_from_the_datab
         with pytest.raises(BudgetExceededError, match="database refused"):
             for _ in range(100):
                 ledger.spend(step)
+
+
+def test_pg_the_documented_grants_are_the_installed_ones(pg_cluster):
+    """docs/ledger.md lists the functions analysts may execute: exactly those installed."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "ledger.md").read_text()
+    block = doc[doc.index("GRANT EXECUTE ON FUNCTION") :].split("TO dpledger_owner", 1)[0]
+    documented = set(re.findall(r"dpledger\.(\w+)\(", block))
+    installed = {
+        name
+        for (name,) in pg_cluster.sql(
+            "SELECT DISTINCT routine_name FROM information_schema.role_routine_grants "
+            "WHERE grantee = 'dpledger_analyst' AND routine_schema = 'dpledger'"
+        )
+    }
+    assert documented == installed == {"lock_head", "sync", "head_is"}
