@@ -10,7 +10,9 @@ server — on this machine's temporary folder, and measures:
    against pgbench running a one-row-update + one-row-insert transaction on the same
    server (``BEGIN; UPDATE head; INSERT log; END``: the floor of any durable
    check-and-append). The ratio is the acceptance number (≤ 2).
-2. **Scaling**: spends per second with 1 and with 8 client processes (≥ 4× is the target).
+2. **Scaling**: spends per second with 1 and with 8 client processes (≥ 4× is the target),
+   beside pgbench's own transactions per second with 1 and 8 clients on the same server —
+   the ceiling a one-row-update transaction reaches on this machine.
 3. **Fairness**: releases per client when 16 PostgreSQL clients (8 on a file) compete for
    a budget of exactly 1,000 releases; on a file also with SQLite's own busy wait (the
    ticket lock switched off), which is what the file store did before.
@@ -63,6 +65,13 @@ def median_time(fn: Callable[[], object], repeats: int = 15) -> float:
 
 def pgbench_latency(cluster: Cluster, seconds: int) -> float | None:
     """pgbench's average latency (s) of BEGIN; UPDATE one row; INSERT one row; END."""
+    found = pgbench(cluster, seconds, 1)
+    return None if found is None else found[0]
+
+
+def pgbench(cluster: Cluster, seconds: int, clients: int) -> tuple[float, float] | None:
+    """(average latency in s, transactions per second) of pgbench running ``clients``
+    clients of BEGIN; UPDATE one row; INSERT one row; END on the same server."""
     tool = cluster.bindir / "pgbench"
     if not tool.exists():
         return None
@@ -85,7 +94,9 @@ def pgbench_latency(cluster: Cluster, seconds: int) -> float | None:
             str(tool),
             "-n",
             "-c",
-            "1",
+            str(clients),
+            "-j",
+            str(min(clients, os.cpu_count() or 1)),
             "-T",
             str(seconds),
             "-f",
@@ -102,8 +113,11 @@ def pgbench_latency(cluster: Cluster, seconds: int) -> float | None:
         text=True,
         check=True,
     )
-    found = re.search(r"latency average = ([0-9.]+) ms", result.stdout)
-    return float(found.group(1)) / 1000 if found else None
+    latency = re.search(r"latency average = ([0-9.]+) ms", result.stdout)
+    rate = re.search(r"tps = ([0-9.]+)", result.stdout)
+    if latency is None or rate is None:
+        return None
+    return float(latency.group(1)) / 1000, float(rate.group(1))
 
 
 def memory_latency(event: ev.Event, spends: int) -> float:
@@ -288,6 +302,18 @@ def main() -> None:
                     "ratio": f"{cheap / floor:.2f}" if floor else "",
                 }
             )
+            seconds = 1 if args.quick else 5
+            floor_one, floor_many = pgbench(cluster, seconds, 1), pgbench(cluster, seconds, many)
+            if floor_one and floor_many:
+                rows.append(
+                    {
+                        "measure": f"pgbench's own transactions/s, 1 client → {many} clients",
+                        "dpledger": "",
+                        "reference": f"{floor_one[1]:.0f} → {floor_many[1]:.0f} "
+                        f"({os.cpu_count()} cores)",
+                        "ratio": f"{floor_many[1] / floor_one[1]:.2f}",
+                    }
+                )
             for kind, event, budget in (("GDP", GAUSSIAN, (1e6, 1e-6)), ("basic", EXACT, (1e6, 0))):
                 url = cluster.url("owner", f"scaling-{kind}")
                 dpl.Ledger(*budget, path=url).close()
