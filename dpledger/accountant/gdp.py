@@ -220,12 +220,13 @@ cancels too much to give a useful start, and the full search over the exact form
 
 
 def _epsilon_polished(log_target: float, mu: float, hi: float) -> float | None:
-    """:func:`gdp_epsilon` for 1e-10 ≤ μ < 1e-2 in one exact evaluation.
+    """:func:`gdp_epsilon` for 1e-10 ≤ μ < 1e-2 in one or a few exact evaluations.
 
     There the exact δ(ε) is evaluated in mpmath (the float form cancels as 1/μ), which is
     slow (≈ 0.1 ms each; a Brent search takes a dozen). Instead: x₀, the root of the
-    float bound (:func:`_log_delta_float`, an upper bound, so x₀ is within ~1e-13 of
-    the root), then a Newton step on the function :func:`gdp_log_delta` compares,
+    float bound (:func:`_log_delta_float`, an upper bound, so x₀ is close to the root:
+    ~1e-13 relative for μ ≳ 1e-4, ~1e-6 near μ = 1e-10), then Newton steps on the
+    function :func:`gdp_log_delta` compares,
 
         G(ε) = (1 − 2⁻⁴⁸)·log δ(ε) + 1e-14 + s − log δ*,
 
@@ -241,9 +242,11 @@ def _epsilon_polished(log_target: float, mu: float, hi: float) -> float | None:
     integrating out t keeps log-concavity (Prékopa 1973, Thm 6). So G is concave and
     decreasing, lies below each of its tangents, and the Newton point x₁ = x₀ − G(x₀)/
     G′(x₀), where the tangent at x₀ is 0, has G(x₁) ≤ 0 — from any x₀, and every later
-    Newton point too. x₁ is computed with ≥ 30 digits and rounded up by two ulps, so the
-    float returned is ≥ the exact x₁ and satisfies the comparison as evaluated; the
-    slack s moves it by at most a quarter of the margin's own effect. Tests check, on a
+    Newton point too. In finite precision: cancellation costs at most log₁₀(38/μ) of the
+    30 + log₁₀(1/μ) digits, so G(x₁) is known to ~1e-27 relative — ~10¹⁵ times below the
+    slack s, which also covers the float comparison's own rounding (≤ 1.5 ulps of
+    log δ; s is ≥ 4). x₁ is rounded up by two ulps and satisfies the comparison as
+    evaluated; s moves it by at most a quarter of the margin's own effect. Tests check, on a
     dense grid, the evaluated comparison, that it is above the root computed at 80
     digits, and that it is no looser than the full search's margin allows.
     ``None``: no float start, or a degenerate evaluation (the caller runs the full

@@ -434,7 +434,6 @@ class Ledger:
                 # commit, outside the head's lock (see persistence.state_at)
                 before = persistence.state_at(self, head)
                 seq, spent, quota_totals = head.count, head.spent, dict(head.quotas)
-                built_on.append(head)
             draft = {"seq": seq, "kind": kind, **(extra or {})}
             state = self._transition(before, draft, event)
             if kind == "spend" and isinstance(before.filter, AutoFilter):
@@ -456,6 +455,7 @@ class Ledger:
             body["prev"] = previous
             canonical(body)  # fail before writing if anything is not serialisable
             pending.append(state)
+            built_on[:] = [] if head is None else [head]
             return Entry(
                 body=body,
                 charge=charge,

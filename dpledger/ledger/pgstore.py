@@ -45,6 +45,7 @@ from dpledger.errors import (
     DPLedgerError,
     InvalidArgumentError,
     LedgerIntegrityError,
+    NotApplicableError,
 )
 from dpledger.ledger.chain import (
     FORMAT,
@@ -159,7 +160,20 @@ def _timed(psycopg: Any) -> Any:
 
             def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
                 bound = self.op_timeout if timeout is None else timeout
-                return super().wait(gen, interval=interval, timeout=bound)
+                try:
+                    return super().wait(gen, interval=interval, timeout=bound)
+                except psycopg.OperationalError:
+                    # a statement given up on may still be running in the server (waiting
+                    # for the head, say) and commit later: ask the server to cancel it
+                    # before the caller drops the connection
+                    if self.pgconn.transaction_status == psycopg.pq.TransactionStatus.ACTIVE:
+                        cancel = getattr(self, "cancel_safe", None)
+                        with contextlib.suppress(Exception):
+                            if cancel is not None:
+                                cancel(timeout=min(5.0, bound))
+                            else:
+                                self.cancel()
+                    raise
 
         found = _CLASSES[id(psycopg)] = TimedConnection
     return found
@@ -237,6 +251,10 @@ class PostgresStore:
                 self._user = str(user)
                 if durable in ("off", "local"):  # the barrier needs at least a local flush
                     conn.execute("SET synchronous_commit = on")
+                # a wait for the head longer than this fails in the server (nothing is
+                # written), before the client's own timeout gives up on the statement
+                lock_ms = max(500, int(timeout * 800))
+                conn.execute(f"SET lock_timeout = {lock_ms}")
             except BaseException:
                 conn.close()
                 raise
@@ -256,6 +274,13 @@ class PostgresStore:
             where = f"the ledger {self.name!r} at {self.url!r}"
             if state == "DPL01":
                 raise BudgetExceededError(f"{text}.") from None
+            if isinstance(error, errors.LockNotAvailable):
+                self._rollback_quietly()
+                raise LedgerIntegrityError(
+                    f"{where}: the ledger's head stayed locked by other spends for longer "
+                    f"than {0.8 * self.timeout:g} s while {action}; nothing was recorded "
+                    "(DPLEDGER_PG_TIMEOUT sets the client timeout)."
+                ) from None
             if state in ("DPL02", "DPL03", "DPL04"):
                 raise LedgerIntegrityError(f"{where}: {text}.") from None
             if isinstance(error, errors.InsufficientPrivilege):
@@ -285,6 +310,12 @@ class PostgresStore:
                 f"{where}: the database failed while {action}: {text}."
             ) from (None)
 
+    def _rollback_quietly(self) -> None:
+        conn = self._conn
+        if conn is not None and not conn.closed and not conn.broken:
+            with contextlib.suppress(Exception):  # the error being raised says what failed
+                conn.execute("ROLLBACK")
+
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None and self._pid == os.getpid():
@@ -301,6 +332,13 @@ class PostgresStore:
         """One transaction (REPEATABLE READ READ ONLY for a consistent read)."""
         with self._lock, self._translated(action):
             conn = self._connection()
+            idle = self._psycopg.pq.TransactionStatus.IDLE
+            if conn.info.transaction_status != idle:
+                # a read made while this handle holds the head (a quota's definition,
+                # looked up while a spend is built): in that transaction — a COMMIT here
+                # would release the head before the spend is written
+                yield conn
+                return
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if snapshot else "BEGIN")
             try:
                 yield conn
@@ -634,21 +672,22 @@ class PostgresStore:
         if head_row[5] is not None:
             stored = check_state(json.loads(head_row[5]), self._key, where)
         self._uncontended = head["count"] == known and head["hash"] == previous
-        new: list[Row] = []
+        # the chain from what this handle knows to the head, verified (hashes only: cheap)
+        # before anything is written — a rolled-back or edited database is refused here
+        new = verify_rows(raw, known, previous, self._key, where)
+        last = new[-1][1] if new else previous
+        check_head(head, known + len(new), last, self._key, where)
         entry = None
-        if not self._uncontended and stored is not None:
+        if new and stored is not None:
             # others spent: build on the head's sealed state, so that the head is held for
-            # O(1) work; their receipts are verified and replayed after the commit
-            check_head(head, head["count"], head["hash"], self._key, where)
+            # O(1) work; their receipts are replayed after the commit. A refusal, or a
+            # state this handle cannot build on, is decided again after replaying them
+            # (so its message and hints see the whole history)
             check_tip(stored[0], head, where)
-            with contextlib.suppress(NotAtHeadError):
-                entry = build([], head["hash"], stored[0])
+            with contextlib.suppress(NotAtHeadError, BudgetExceededError, NotApplicableError):
+                entry = build([], last, stored[0])
         deferred = entry is not None
         if entry is None:
-            new = verify_rows(raw, known, previous, self._key, where)
-        last = head["hash"] if deferred else (new[-1][1] if new else previous)
-        if entry is None:
-            check_head(head, known + len(new), last, self._key, where)
             entry = build(new, last)
         body = entry.body
         text = canonical(body)
@@ -664,14 +703,8 @@ class PostgresStore:
             conn.execute("COMMIT")
             conn.execute("SELECT dpledger.sync()")
         self._known_head = (tip.count, digest, moved)
-        if deferred:
-            new = verify_rows(raw, known, previous, self._key, where)
-            if known + len(new) != head["count"] or (new[-1][1] if new else previous) != last:
-                raise LedgerIntegrityError(
-                    f"{where}: the receipts appended since this handle last looked do not "
-                    f"lead to the head. This spend was recorded (receipt {body['seq']}) but "
-                    "nothing was released; run `dpledger ledger verify`."
-                )
+        if not deferred:
+            new = []  # replayed by build
         return new, body, digest
 
     def _insert(

@@ -674,3 +674,121 @@ def test_pg_the_documented_grants_are_the_installed_ones(pg_cluster):
         )
     }
     assert documented == installed == {"lock_head", "sync", "head_is"}
+
+
+def test_pg_a_rolled_back_database_is_refused_before_anything_is_written(pg_cluster, pg_url):
+    """A handle that knows more receipts than the database has (a restored backup) is
+    refused before writing, on every try — nothing is recorded on the rolled-back head."""
+    dpl.Ledger(1.0, 0.0, accountant="basic", path=pg_url("owner")).close()
+    name = pg_url("owner").rsplit("=", 1)[1]
+    alice, bob = dpl.Ledger.open(pg_url("alice")), dpl.Ledger.open(pg_url("bob"))
+    _spend(bob, 2, ev.PureDP(0.1))
+    backup = f"backup_{name.replace('-', '_')}"
+    pg_cluster.sql(
+        f"CREATE TABLE public.{backup} AS SELECT * FROM dpledger.ledgers WHERE name = '{name}'"
+    )
+    alice.spend(ev.PureDP(0.1))  # alice knows 3 receipts
+    pg_cluster.sql(
+        "SET session_replication_role = replica; "
+        f"DELETE FROM dpledger.receipts WHERE ledger = '{name}' AND seq = 2; "
+        f"DELETE FROM dpledger.ledgers WHERE name = '{name}'; "
+        f"INSERT INTO dpledger.ledgers SELECT * FROM public.{backup}; DROP TABLE public.{backup}"
+    )
+    for _ in range(3):
+        with pytest.raises(LedgerIntegrityError, match="has 3 receipts but its head records 2"):
+            alice.spend(ev.PureDP(0.2))
+    count = pg_cluster.sql(f"SELECT count(*) FROM dpledger.receipts WHERE ledger = '{name}'")
+    assert count == [(2,)]
+    alice.close()
+    bob.close()
+
+
+def test_pg_an_edited_receipt_is_refused_before_anything_is_written(pg_cluster, pg_url):
+    dpl.Ledger(1.0, 0.0, accountant="basic", path=pg_url("owner")).close()
+    name = pg_url("owner").rsplit("=", 1)[1]
+    alice, bob = dpl.Ledger.open(pg_url("alice")), dpl.Ledger.open(pg_url("bob"))
+    _spend(bob, 2, ev.PureDP(0.1))
+    pg_cluster.sql(
+        "SET session_replication_role = replica; UPDATE dpledger.receipts SET body = "
+        f"replace(body, '\"label\":null', '\"label\":\"edited\"') WHERE ledger = '{name}' "
+        "AND seq = 1"
+    )
+    for _ in range(2):
+        with pytest.raises(LedgerIntegrityError, match="receipt 1 was modified"):
+            alice.spend(ev.PureDP(0.2))  # contended: bob's receipts are read, and refused
+    count = pg_cluster.sql(f"SELECT count(*) FROM dpledger.receipts WHERE ledger = '{name}'")
+    assert count == [(2,)]
+    alice.close()
+    bob.close()
+
+
+def test_pg_a_spend_given_up_on_is_never_committed_later(pg_cluster, pg_url, monkeypatch):
+    """The head held by another session beyond the timeout: the lone spender's statement
+    fails in the server (lock_timeout, 0.8 × the client timeout) with a dpledger error
+    saying nothing was recorded — and nothing is, even after the other session lets go."""
+    import time
+
+    import psycopg
+
+    monkeypatch.setenv("DPLEDGER_PG_TIMEOUT", "2")
+    dpl.Ledger(1.0, 0.0, accountant="basic", path=pg_url("owner")).close()
+    name = pg_url("owner").rsplit("=", 1)[1]
+    alice = dpl.Ledger.open(pg_url("alice"))
+    alice.spend(ev.PureDP(0.1))  # alone: the next spend is one statement
+    with psycopg.connect(pg_cluster.conninfo()) as blocker:
+        blocker.execute("SELECT 1 FROM dpledger.ledgers WHERE name = %s FOR UPDATE", (name,))
+        started = time.monotonic()
+        with pytest.raises(LedgerIntegrityError, match=r"stayed locked.*nothing was recorded"):
+            alice.spend(ev.PureDP(0.2))
+        assert time.monotonic() - started < 2.0
+    time.sleep(0.3)  # the blocker has committed: a statement still waiting would now run
+    count = pg_cluster.sql(f"SELECT count(*) FROM dpledger.receipts WHERE ledger = '{name}'")
+    assert count == [(1,)]
+    alice.spend(ev.PureDP(0.2))  # the handle carries on
+    assert alice.spent[0] == pytest.approx(0.3)
+    alice.close()
+
+
+def test_pg_a_quota_looked_up_while_spending_keeps_the_head_locked(pg_url, monkeypatch):
+    """Replaying another's receipt charged to a quota this handle has not loaded reads the
+    quota's definition inside the spend's transaction (a COMMIT there would release the
+    head, and the spend would then fail as out of date)."""
+    from dpledger.ledger.pgstore import PostgresStore
+
+    with dpl.Ledger(3.0, 1e-6, path=pg_url("owner")) as owner:
+        owner.quota("q", epsilon=1.0, delta=1e-7)
+    alice = dpl.Ledger.open(pg_url("alice"))
+    bob = dpl.Ledger.open(pg_url("bob"))
+    bob.quota("q", epsilon=1.0, delta=1e-7).spend(ev.Gaussian(sigma=30.0))
+    states = []
+    original = PostgresStore.quotas
+
+    def quotas(self):
+        found = original(self)
+        if self is alice._store:
+            states.append(self._conn.info.transaction_status.name)
+        return found
+
+    monkeypatch.setattr(PostgresStore, "quotas", quotas)
+    alice.spend(ev.Gaussian(sigma=30.0))
+    assert "INTRANS" in states and len(alice.receipts) == 2
+    alice.close()
+    bob.close()
+
+
+def test_pg_a_refusal_on_the_contended_path_hints_on_the_whole_history(pg_url):
+    """A refusal decided while others' receipts were not yet replayed is decided again
+    after replaying them: its hint counts every release, like the other handle's."""
+    dpl.Ledger(1.0, 1e-6, accountant="zcdp", path=pg_url("owner")).close()
+    alice = dpl.Ledger.open(pg_url("alice"))
+    alice.spend(ev.Gaussian(sigma=50.0))
+    bob = dpl.Ledger.open(pg_url("bob"))
+    with pytest.raises(BudgetExceededError) as bobs:
+        while True:
+            bob.spend(ev.Gaussian(sigma=50.0))
+    with pytest.raises(BudgetExceededError) as alices:
+        alice.spend(ev.Gaussian(sigma=50.0))
+    assert str(alices.value) == str(bobs.value)
+    assert len(alice.receipts) == len(bob.receipts)
+    alice.close()
+    bob.close()
