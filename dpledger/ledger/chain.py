@@ -368,6 +368,9 @@ class Store(Protocol):
     def identity(self) -> dict[str, Any]:
         """What the store adds to a receipt's principal (the database user)."""
 
+    def nonce(self) -> int:
+        """A number handed out once (mixed into seeded noise streams)."""
+
     def quotas(self) -> dict[str, tuple[float, float]]:
         """The quotas defined on the ledger: name → (ε, δ)."""
 

@@ -128,6 +128,10 @@ CREATE TABLE IF NOT EXISTS dpledger.receipts (
   PRIMARY KEY (ledger, seq)
 );
 
+-- numbers handed out once each: mixed into seeded noise streams (two analysts at one
+-- head with one seed must not draw the same noise)
+CREATE SEQUENCE IF NOT EXISTS dpledger.noise_nonces;
+
 -- exact rational arithmetic on (numerator, denominator) arrays, reduced like Fraction
 CREATE OR REPLACE FUNCTION dpledger.exact_add(
   a_num numeric[], a_den numeric[], b_num numeric[], b_den numeric[],
@@ -508,6 +512,8 @@ BEGIN
     EXECUTE format('ALTER TABLE dpledger.%I OWNER TO dpledger_keeper', obj);
     EXECUTE format('REVOKE ALL ON dpledger.%I FROM PUBLIC', obj);
   END LOOP;
+  ALTER SEQUENCE dpledger.noise_nonces OWNER TO dpledger_keeper;
+  REVOKE ALL ON SEQUENCE dpledger.noise_nonces FROM PUBLIC;
   FOR obj IN SELECT p.oid::regprocedure::text FROM pg_proc p
              JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'dpledger' LOOP
     EXECUTE format('ALTER FUNCTION %s OWNER TO dpledger_keeper', obj);
@@ -525,6 +531,7 @@ GRANT EXECUTE ON FUNCTION dpledger.lock_head(text) TO dpledger_owner, dpledger_a
 GRANT EXECUTE ON FUNCTION dpledger.sync() TO dpledger_owner, dpledger_analyst;
 GRANT EXECUTE ON FUNCTION dpledger.head_is(text, bigint, text)
   TO dpledger_owner, dpledger_analyst;
+GRANT USAGE ON SEQUENCE dpledger.noise_nonces TO dpledger_owner, dpledger_analyst;
 """
 """The whole schema, roles and grants: safe to run again (``CREATE ... IF NOT EXISTS``,
 ``CREATE OR REPLACE``); run by a database superuser (or a role that may create roles and

@@ -762,6 +762,25 @@ class PostgresStore:
             ),
         )
 
+    def nonce(self) -> int:
+        """A number no other call on this database has had (``dpledger.noise_nonces``).
+
+        Mixed into a seeded noise stream, so that two analysts at one head never draw the
+        same noise. A schema without the sequence: a random 63-bit number instead.
+        """
+        if self.readonly:
+            return 0
+        try:
+            with self._lock, self._translated("drawing a noise nonce"):
+                row = (
+                    self._connection().execute("SELECT nextval('dpledger.noise_nonces')").fetchone()
+                )
+            return int(row[0])
+        except (LedgerIntegrityError, InvalidArgumentError):
+            import secrets
+
+            return secrets.randbits(63)
+
     def quotas(self) -> dict[str, tuple[float, float]]:
         """The quotas defined on the ledger: name → (ε, δ)."""
         with self._transaction("reading the quotas") as conn:

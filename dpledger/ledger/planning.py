@@ -94,7 +94,11 @@ def noise_generator(rng: Any, ledger: Ledger | None, salt: int = 0) -> np.random
     reproducible experiments), the stream is derived from it *and* from the shared
     ledger's position (its head: receipt count and hash), so two fits drawing on one
     ledger never draw the same noise — not even clones whose Generator ``sklearn.clone``
-    deep-copied with its state, as in cross-validation. Identical noise in two releases
+    deep-copied with its state, as in cross-validation. On a ledger kept in a file or a
+    database a number the store hands out once each (:meth:`nonce`) is mixed in too:
+    two processes opening at one head with one seed (two analysts of a team) still draw
+    different noise; a fresh file hands out 0, 1, 2, ..., so a seeded script rerun on a
+    fresh ledger still draws the same noise. Identical noise in two releases
     would publish the difference of their statistics without noise and void every
     composition theorem. A Generator passed in is advanced (a draw of its seed), so
     successive fits with one Generator differ too. On a per-fit ledger (``ledger`` None)
@@ -112,6 +116,10 @@ def noise_generator(rng: Any, ledger: Ledger | None, salt: int = 0) -> np.random
         material += [int(count), int(hashlib.sha256(digest.encode()).hexdigest()[:15], 16)]
         if salt:  # another reservation of this ledger object opened at the same position
             material.append(int(salt))
+        if ledger._store is not None:
+            # another process (another analyst, on a shared ledger) may open at this very
+            # head with the same seed: the store hands each opening its own number
+            material += [0x6E6F6E6365, int(ledger._store.nonce())]  # "nonce", then it
     else:
         key = repr(material)
         with _USED_LOCK:

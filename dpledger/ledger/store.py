@@ -475,6 +475,23 @@ class LedgerStore:
             meta, _ = self._meta(conn)
         return parse_quotas(meta.get("quotas"), str(self.path))
 
+    def nonce(self) -> int:
+        """A number no other call on this file has had (0, 1, 2, ... in turn).
+
+        Mixed into a seeded noise stream, so that two processes at one head never draw the
+        same noise. Deterministic for a fresh file (a seeded script gives the same noise
+        when rerun on a fresh ledger); 0 on a read-only handle, which cannot spend.
+        """
+        if self.readonly:
+            return 0
+        with self._transaction(immediate=True) as conn:
+            found = conn.execute("SELECT value FROM meta WHERE key='nonce'").fetchone()
+            value = int(found[0]) if found is not None and str(found[0]).isdigit() else 0
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('nonce', ?)", (str(value + 1),)
+            )
+        return value
+
     def add_quota(
         self, name: str, epsilon: float, delta: float, limits: list[Any]
     ) -> tuple[float, float]:

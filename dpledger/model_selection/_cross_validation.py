@@ -74,7 +74,7 @@ def _prepare(
     splits = _splits(estimator, X, y, groups, cv)
     if shared is None:
         raise one_fit_refusal(estimator, len(splits), what)
-    check_parallel(n_jobs, shared, [estimator.get_params(deep=False).get("rng")], what)
+    check_parallel(n_jobs, shared, what)
     schedules = fit_schedules(estimator, X, y, [train for train, _ in splits], params)
     price = price_sequences(shared, [schedules], what, refuse=refuse)
     return estimator, splits, price
@@ -157,7 +157,7 @@ def cross_validate(
         groups: Group labels for a group splitter.
         scoring: As scikit-learn's.
         cv: As scikit-learn's (default: 5 folds, stratified for a classifier).
-        n_jobs: Worker processes need a file ledger and ``rng=None``; threads
+        n_jobs: Worker processes need a ledger in a file or a database; threads
             (``joblib.parallel_config(backend="threading")``) share any ledger.
         verbose: As scikit-learn's.
         params: Fit parameters (per-row arrays are indexed for each fold).
@@ -380,10 +380,8 @@ class GridSearchCV(_SkGridSearchCV):  # type: ignore[misc]
         fits = len(candidates) * len(splits) + (1 if self.refit else 0)
         if shared is None:
             raise one_fit_refusal(estimator, fits, what)
-        rngs = [estimator.get_params(deep=False).get("rng")]
-        rngs += [c["rng"] for c in candidates if "rng" in c]
         if refuse:
-            check_parallel(self.n_jobs, shared, rngs, what)
+            check_parallel(self.n_jobs, shared, what)
         trainings = [train for train, _ in splits]
         folds: list[tuple[Any, ...]] = []
         refits: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # by events: one per distinct refit

@@ -18,7 +18,7 @@ several fits, and worker processes cannot share an in-memory ledger.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,18 +181,19 @@ def one_fit_refusal(estimator: Any, fits: int, what: str) -> BudgetExceededError
     )
 
 
-def check_parallel(n_jobs: Any, ledger: Ledger, rngs: Iterable[Any], what: str) -> None:
-    """Refuse worker processes that cannot share ``ledger`` (or the noise's seed) safely.
+def check_parallel(n_jobs: Any, ledger: Ledger, what: str) -> None:
+    """Refuse worker processes that cannot share ``ledger`` safely.
 
     Threads share the ledger object (it is thread-safe, and reservations opened at the
     same position get different noise streams). Processes get a pickled copy of each
     estimator: an in-memory ledger refuses to be pickled (a copy would duplicate the
     budget; scikit-learn shows a bare PicklingError), and a keyed ledger's key never
     travels. A file (or PostgreSQL) ledger is reopened by its path in each worker and
-    its transactions keep one budget — but a seeded ``rng`` is not safe there: two
-    workers that open their fits at the same ledger position derive the same noise
-    stream from (seed, position), identical noise that publishes the difference of two
-    folds' statistics (each process has its own handle, so nothing tells them apart).
+    its transactions keep one budget. A seeded ``rng`` is safe there too: two workers
+    that open their fits at the same ledger position get different numbers from the
+    store, mixed into their noise streams (:func:`dpledger.ledger.planning.
+    noise_generator`) — though the order in which workers open, and so the noise, then
+    varies from run to run.
     """
     from joblib import effective_n_jobs  # type: ignore[import-untyped]
     from joblib.parallel import get_active_backend  # type: ignore[import-untyped]
@@ -221,16 +222,6 @@ def check_parallel(n_jobs: Any, ledger: Ledger, rngs: Iterable[Any], what: str) 
             f"and this one cannot travel to them: {refused} Fit in threads (inside `with "
             "joblib.parallel_config(backend='threading'):`) or use n_jobs=1. " + _NOTHING_DONE
         ) from None
-    seeded = [r for r in rngs if r is not None]
-    if seeded:
-        raise InvalidArgumentError(
-            f"{what}: n_jobs={n_jobs!r} fits in worker processes with rng={seeded[0]!r}: fits "
-            "that open at the same moment in different processes derive their noise from the "
-            "same seed and the same ledger position, and can draw identical noise — which "
-            "publishes the difference of their statistics without noise. Use rng=None (noise "
-            "seeded by the operating system), threads (inside `with "
-            "joblib.parallel_config(backend='threading'):`), or n_jobs=1. " + _NOTHING_DONE
-        )
 
 
 def _rows(X: Any) -> int:
