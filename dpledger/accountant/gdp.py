@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 
 from scipy import special
 
+from dpledger._mpcontext import context
 from dpledger._numerics import (
     float_down,
     mul_up,
@@ -76,15 +77,13 @@ _ERR_ULPS = 16.0
 
 
 def _log_delta_mpmath(epsilon: float, mu: float) -> float:
-    import mpmath  # imported on first use, not with dpledger (issue #32)
-
     digits = 30 + int(max(0.0, -math.log10(mu)))
-    with mpmath.workdps(digits):
-        m, e = mpmath.mpf(mu), mpmath.mpf(epsilon)
-        value = mpmath.ncdf(m / 2 - e / m) - mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
+    with context(digits) as mp:  # this thread's own precision (dpledger._mpcontext)
+        m, e = mp.mpf(mu), mp.mpf(epsilon)
+        value = mp.ncdf(m / 2 - e / m) - mp.exp(e) * mp.ncdf(-m / 2 - e / m)
         if value <= 0:
             return -math.inf
-        log_value = float(mpmath.log(value))
+        log_value = float(mp.log(value))
         # a margin relative to |log δ| (an absolute 1e-14 is below one ulp of log δ for
         # |log δ| ≳ 64, issue 10 item 20), plus the absolute one
         return min(0.0, log_value + abs(log_value) * 2.0**-48 + 1e-14)
@@ -252,8 +251,6 @@ def _epsilon_polished(log_target: float, mu: float, hi: float) -> float | None:
     ``None``: no float start, or a degenerate evaluation (the caller runs the full
     search).
     """
-    import mpmath  # imported on first use, not with dpledger (issue #32)
-
     try:
         start = smallest_satisfying(
             lambda eps: _log_delta_float(eps, mu) - log_target, 0.0, hi, what="epsilon"
@@ -263,17 +260,17 @@ def _epsilon_polished(log_target: float, mu: float, hi: float) -> float | None:
     if start == 0.0:
         return 0.0 if gdp_log_delta(0.0, mu) <= log_target else None
     digits = 30 + int(max(0.0, -math.log10(mu)))
-    with mpmath.workdps(digits):
-        m, x = mpmath.mpf(mu), mpmath.mpf(start)
-        shrink = 1 - mpmath.mpf(2) ** -48
-        offset = mpmath.mpf(1e-14) + abs(mpmath.mpf(log_target)) * mpmath.mpf(2) ** -50
+    with context(digits) as mp:  # this thread's own precision (dpledger._mpcontext)
+        m, x = mp.mpf(mu), mp.mpf(start)
+        shrink = 1 - mp.mpf(2) ** -48
+        offset = mp.mpf(1e-14) + abs(mp.mpf(log_target)) * mp.mpf(2) ** -50
         for _ in range(6):
-            head = mpmath.ncdf(m / 2 - x / m)
-            tail = mpmath.exp(x) * mpmath.ncdf(-m / 2 - x / m)
+            head = mp.ncdf(m / 2 - x / m)
+            tail = mp.exp(x) * mp.ncdf(-m / 2 - x / m)
             value = head - tail
             if value <= 0 or tail <= 0:
                 return None
-            excess = shrink * mpmath.log(value) + offset - log_target  # G(x)
+            excess = shrink * mp.log(value) + offset - log_target  # G(x)
             step = excess * value / (shrink * tail)  # −G/G′, G′ = −(1 − 2⁻⁴⁸)·tail/value
             x = x + step
             if x < 0:
@@ -328,11 +325,9 @@ def _small_pure_dp_to_gdp(epsilon: float) -> float:
     Near ε = 0 the float path cancels (Φ⁻¹ of 1/2 + tiny): 2Φ⁻¹(1/2 + tanh(ε/2)/2) is
     evaluated in mpmath and rounded up by two ulps, far more than its error (never 0).
     """
-    import mpmath  # imported on first use, not with dpledger (issue #32)
-
-    with mpmath.workdps(60):
-        t = mpmath.tanh(mpmath.mpf(epsilon) / 2) / 2
-        value = 2 * mpmath.sqrt(2) * mpmath.erfinv(2 * t)
+    with context(60) as mp:  # this thread's own precision (dpledger._mpcontext)
+        t = mp.tanh(mp.mpf(epsilon) / 2) / 2
+        value = 2 * mp.sqrt(2) * mp.erfinv(2 * t)
     return math.nextafter(math.nextafter(float(value), math.inf), math.inf)
 
 

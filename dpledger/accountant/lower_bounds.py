@@ -37,6 +37,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from dpledger import _mpcontext
 from dpledger._numerics import div_down, float_down, sqrt_down
 from dpledger._public import namespace
 from dpledger._validation import check_nonnegative, check_probability
@@ -211,11 +212,9 @@ def _sampled_pure(atom: Any) -> float | None:
     inner = pure_epsilon_lower(atom.event)
     if inner is None or math.isinf(inner):
         return inner
-    import mpmath  # imported on first use, not with dpledger (issue #32)
-
-    with mpmath.workdps(40):
-        value = mpmath.log1p(mpmath.mpf(atom.rate) * mpmath.expm1(mpmath.mpf(inner)))
-        result = float(value * (1 - mpmath.mpf(10) ** -30))
+    with _mpcontext.context(40) as ctx:  # this thread's: mpmath.mp is shared by threads
+        value = ctx.log1p(ctx.mpf(atom.rate) * ctx.expm1(ctx.mpf(inner)))
+        result = float(value * (1 - ctx.mpf(10) ** -30))
     return max(0.0, math.nextafter(result, -math.inf))
 
 
@@ -266,31 +265,27 @@ def gaussian_epsilon_lower(mu_squared: Fraction, delta: float) -> float:
     mu_squared = min(mu_squared, Fraction(10**12))
     if mu_squared == 0:
         return 0.0  # no loss at all: (0, 0)-DP
-    import mpmath  # imported on first use, not with dpledger (issue #32)
-
-    with mpmath.workdps(60):
-        mu = mpmath.sqrt(mpmath.mpf(mu_squared.numerator) / mu_squared.denominator)
-        target = mpmath.mpf(delta)
+    with _mpcontext.context(60) as ctx:  # this thread's: mpmath.mp is shared by threads
+        mu = ctx.sqrt(ctx.mpf(mu_squared.numerator) / mu_squared.denominator)
+        target = ctx.mpf(delta)
 
         def curve(eps: Any) -> Any:
-            return mpmath.ncdf(mu / 2 - eps / mu) - mpmath.exp(eps) * mpmath.ncdf(
-                -mu / 2 - eps / mu
-            )
+            return ctx.ncdf(mu / 2 - eps / mu) - ctx.exp(eps) * ctx.ncdf(-mu / 2 - eps / mu)
 
-        if curve(mpmath.mpf(0)) <= target:
+        if curve(ctx.mpf(0)) <= target:
             return 0.0
-        low, high = mpmath.mpf(0), mpmath.mpf(1)
+        low, high = ctx.mpf(0), ctx.mpf(1)
         while curve(high) > target:
             low, high = high, 2 * high
         for _ in range(400):
-            if high - low <= mpmath.mpf(10) ** -40 * high:
+            if high - low <= ctx.mpf(10) ** -40 * high:
                 break
             middle = (low + high) / 2
             if curve(middle) > target:
                 low = middle
             else:
                 high = middle
-        result = float(low * (1 - mpmath.mpf(10) ** -25))
+        result = float(low * (1 - ctx.mpf(10) ** -25))
     return max(0.0, math.nextafter(result, -math.inf))
 
 
@@ -418,11 +413,9 @@ def wishart_epsilon_lower(total_epsilon: Fraction, delta: float) -> float | None
     delta = check_probability("delta", delta)
     if total <= 0:
         return None
-    import mpmath  # imported on first use, not with dpledger (issue #32)
-
-    with mpmath.workdps(40):
-        floor = -mpmath.expm1(-mpmath.mpf(total.numerator) / total.denominator)
-        unbounded = bool(mpmath.mpf(delta) < floor * (1 - mpmath.mpf(10) ** -30))
+    with _mpcontext.context(40) as ctx:  # this thread's: mpmath.mp is shared by threads
+        floor = -ctx.expm1(-ctx.mpf(total.numerator) / total.denominator)
+        unbounded = bool(ctx.mpf(delta) < floor * (1 - ctx.mpf(10) ** -30))
     return math.inf if unbounded else None
 
 

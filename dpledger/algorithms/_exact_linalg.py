@@ -12,8 +12,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-import mpmath
 import numpy as np
+
+from dpledger import _mpcontext
 
 __all__ = [
     "VECTOR_BITS",
@@ -49,13 +50,13 @@ def ritz_upper(P1: np.ndarray, P0: np.ndarray, digits: int) -> Fraction | None:
     With P1 = XᵀGX and P0 = XᵀX this is the Rayleigh quotient of Xy: an upper bound on μ.
     """
     m = P0.shape[0]
-    with mpmath.workdps(digits):
-        reduced = _reduced(P1, P0)
+    with _mpcontext.context(digits) as ctx:  # this thread's: mpmath.mp is shared by threads
+        reduced = _reduced(ctx, P1, P0)
         if reduced is None:
             return None
         Linv, C = reduced
         try:
-            values, vectors = mpmath.eigsy(C)
+            values, vectors = ctx.eigsy(C)
         except (ZeroDivisionError, ValueError):
             return None
         lowest = min(range(m), key=lambda i: values[i])
@@ -63,7 +64,7 @@ def ritz_upper(P1: np.ndarray, P0: np.ndarray, digits: int) -> Fraction | None:
         top = max(abs(y[i]) for i in range(m))
         if top == 0:
             return None
-        ints = [int(mpmath.nint(y[i] / top * 2**VECTOR_BITS)) for i in range(m)]
+        ints = [int(ctx.nint(y[i] / top * 2**VECTOR_BITS)) for i in range(m)]
     vector = np.array(ints, dtype=object)
     denominator = int(vector.dot(P0.dot(vector)))
     if denominator <= 0:
@@ -74,38 +75,38 @@ def ritz_upper(P1: np.ndarray, P0: np.ndarray, digits: int) -> Fraction | None:
 def pencil_top(P: np.ndarray, Q: np.ndarray, digits: int) -> list[Fraction]:
     """Candidates μ̄ just above the largest eigenvalue of the pencil (P, Q), Q ≻ 0."""
     m = P.shape[0]
-    with mpmath.workdps(digits):
-        reduced = _reduced(P, Q)
+    with _mpcontext.context(digits) as ctx:  # this thread's: mpmath.mp is shared by threads
+        reduced = _reduced(ctx, P, Q)
         if reduced is None:
             return []
         try:
-            values = mpmath.eigsy(reduced[1], eigvals_only=True)
+            values = ctx.eigsy(reduced[1], eigvals_only=True)
         except (ZeroDivisionError, ValueError):
             return []
         top = max(values[i] for i in range(m))
         candidates = []
         for slack in (digits - 10, digits - 16, digits - 24, 8):
-            relax = mpmath.mpf(10) ** -max(slack, 4)
-            candidates.append(_fraction(top + abs(top) * relax))  # above, toward 0
+            relax = ctx.mpf(10) ** -max(slack, 4)
+            candidates.append(_fraction(ctx, top + abs(top) * relax))  # above, toward 0
     return candidates
 
 
-def _reduced(A: np.ndarray, B: np.ndarray) -> tuple[Any, Any] | None:
-    """(L⁻¹, L⁻¹AL⁻ᵀ) with B = LLᵀ, at mpmath's working precision; None if B is not PD."""
+def _reduced(ctx: Any, A: np.ndarray, B: np.ndarray) -> tuple[Any, Any] | None:
+    """(L⁻¹, L⁻¹AL⁻ᵀ) with B = LLᵀ, at the precision of ``ctx``; None if B is not PD."""
     try:
-        Linv = mpmath.inverse(mpmath.cholesky(_mp_matrix(B)))
+        Linv = ctx.inverse(ctx.cholesky(_mp_matrix(ctx, B)))
     except (ZeroDivisionError, ValueError):
         return None
-    return Linv, Linv * _mp_matrix(A) * Linv.T
+    return Linv, Linv * _mp_matrix(ctx, A) * Linv.T
 
 
-def _mp_matrix(M: np.ndarray) -> Any:
-    return mpmath.matrix([[mpmath.mpf(int(v)) for v in row] for row in M])
+def _mp_matrix(ctx: Any, M: np.ndarray) -> Any:
+    return ctx.matrix([[ctx.mpf(int(v)) for v in row] for row in M])
 
 
-def _fraction(value: Any) -> Fraction:
+def _fraction(ctx: Any, value: Any) -> Fraction:
     """A finite mpmath number as an exact Fraction (``man_exp`` drops the sign)."""
-    sign, mantissa, exponent, _ = mpmath.mpf(value)._mpf_
+    sign, mantissa, exponent, _ = ctx.mpf(value)._mpf_
     magnitude = Fraction(int(mantissa)) * Fraction(2) ** int(exponent)
     return -magnitude if sign else magnitude
 

@@ -101,16 +101,21 @@ def test_small_mu_root_is_certified_and_tight(mu, monkeypatch):
     evaluated by gdp_log_delta; it is above the root computed at 80 digits; it is no
     looser than the full search's own margin allows (twice its distance to the root,
     + 4e-15); and it takes at most two exact evaluations (≤ 4 normal-cdf calls)."""
+    from dpledger._mpcontext import context
     from dpledger.accountant import gdp as module
 
+    with context(15) as mp:
+        kind = type(mp)  # the class of the per-thread contexts the accountant uses
     calls = []
-    original = mpmath.ncdf
+    original = kind.ncdf
     for delta in _DELTAS:
         full = _full_search(delta, mu)
         calls.clear()
-        monkeypatch.setattr(mpmath, "ncdf", lambda *a, **k: calls.append(1) or original(*a, **k))
+        monkeypatch.setattr(
+            kind, "ncdf", lambda self, *a, **k: calls.append(1) or original(self, *a, **k)
+        )
         ours = gdp_epsilon(delta, mu)
-        monkeypatch.setattr(mpmath, "ncdf", original)
+        monkeypatch.setattr(kind, "ncdf", original)
         if mu >= module._POLISH_MU:
             assert len(calls) <= 4, (delta, len(calls))
         assert gdp_log_delta(ours, mu) <= math.log(delta)

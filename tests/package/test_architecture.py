@@ -37,6 +37,7 @@ FOUNDATION = {
     "_table",
     "_solve",
     "_rng",
+    "_mpcontext",
 }
 LAYERS = [
     "foundation",
@@ -54,7 +55,10 @@ LAYERS = [
 ONE_IDEA = {"algorithms/_eigen.py", "accountant/pld/_accountant.py", "algorithms/_data.py"}
 MAX_LINES = 800
 #: internal exceptions that never reach a user (each caller maps them to errors.py's)
-INTERNAL_EXCEPTIONS = {"_solve.py": {"NoSafeValueError"}}
+INTERNAL_EXCEPTIONS = {
+    "_solve.py": {"NoSafeValueError"},
+    "ledger/persistence.py": {"NotAtHeadError"},  # a store catches it, and replays
+}
 
 
 def _name(path: Path) -> str:

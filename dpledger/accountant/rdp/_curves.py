@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from dpledger import _mpcontext
 from dpledger._numerics import float_up, round_up, square_up
 from dpledger._validation import check_nonnegative, check_positive
 from dpledger.accountant import events as ev
@@ -105,18 +106,17 @@ def rdp_randomized_response(alpha: float, epsilon: float, categories: int = 2) -
     error = 16 * 2.0**-52 * (max(abs(t) for t in log_terms) + abs(log_q) + 1.0)
     if log_sum < 1e-3 or error > 1e-6 * log_sum:
         # the sum is 1 + tiny: in floats the tiny part cancels (relative errors up to 1 %
-        # at ε ~ 1e-6, α ~ 1.001, below the exact value: issue 10 item 20). 50 digits.
-        import mpmath  # imported on first use, not with dpledger (issue #32)
-
-        with mpmath.workdps(50):
-            e, a = mpmath.mpf(epsilon), mpmath.mpf(alpha)
-            norm = mpmath.exp(e) + (categories - 1)
-            p, q = mpmath.exp(e) / norm, 1 / norm
+        # at ε ~ 1e-6, α ~ 1.001, below the exact value: issue 10 item 20). 50 digits, in
+        # this thread's mpmath context (the global one's precision is shared by threads)
+        with _mpcontext.context(50) as ctx:
+            e, a = ctx.mpf(epsilon), ctx.mpf(alpha)
+            norm = ctx.exp(e) + (categories - 1)
+            p, q = ctx.exp(e) / norm, 1 / norm
             total = p**a * q ** (1 - a) + q**a * p ** (1 - a) + (categories - 2) * q
-            exact = mpmath.log1p(total - 1) / (a - 1)
-        value = float(exact)
-        if mpmath.mpf(value) < exact:
-            value = math.nextafter(value, math.inf)
+            exact = ctx.log1p(total - 1) / (a - 1)
+            value = float(exact)
+            if ctx.mpf(value) < exact:
+                value = math.nextafter(value, math.inf)
         return min(epsilon, value)
     return min(epsilon, round_up((log_sum + error) / (alpha - 1)))
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from dpledger import _mpcontext
 from dpledger._numerics import ratio_squared_up, round_up
 from dpledger.accountant.basic import amplify_by_subsampling
 from dpledger.accountant.rdp._curves import (
@@ -101,8 +102,6 @@ def _gaussian_pearson_vajda(mu2: float) -> tuple[float, ...]:
     stops early where the precision cap is reached or the moments stop beating the Thm 9
     terms (the caller then uses Thm 9 terms, which are valid on their own).
     """
-    import mpmath  # imported on first use, not with dpledger (issue #32)
-
     out: list[float] = []
     losing = 0  # consecutive k where the Thm 9 term 2e^{(k−1)ε(k)} is already smaller
     prec = 0
@@ -126,23 +125,25 @@ def _gaussian_pearson_vajda(mu2: float) -> tuple[float, ...]:
             break
         if bits > prec:
             prec = min(_PV_MAX_BITS, max(bits, 2 * prec))
-            with mpmath.workprec(prec):
-                m = mpmath.mpf(mu2)
-                e_i = [mpmath.exp(m * (n * (n - 1) // 2)) for n in range(_PV_MAX_ORDER + 1)]
-        with mpmath.workprec(prec):
-            total = mpmath.mpf(0)
-            magnitude = mpmath.mpf(0)
+            # this thread's mpmath context (the global one's precision is shared by all
+            # threads); the e_n carry it, so the products and sums below are at prec too
+            with _mpcontext.context(prec=prec) as ctx:
+                m = ctx.mpf(mu2)
+                e_i = [ctx.exp(m * (n * (n - 1) // 2)) for n in range(_PV_MAX_ORDER + 1)]
+        with _mpcontext.context(prec=prec) as ctx:
+            total = ctx.mpf(0)
+            magnitude = ctx.mpf(0)
             for n in range(k + 1):
                 term = e_i[n] * math.comb(k, n)
                 magnitude += term
                 total = total + term if (k - n) % 2 == 0 else total - term
             # each e_n within 2 ulps, each product and sum within 1 ulp of Σ|terms|
-            error = magnitude * (k + 8) * mpmath.mpf(2) ** (2 - prec)
+            error = magnitude * (k + 8) * ctx.mpf(2) ** (2 - prec)
             if total - error <= 0:
                 break  # not resolved: the remaining orders use Thm 9 terms
-            value = mpmath.log(total + error)
+            value = ctx.log(total + error)
             bound = float(value)
-            if mpmath.mpf(bound) < value:
+            if ctx.mpf(bound) < value:
                 bound = math.nextafter(bound, math.inf)
         out.append(bound)
         # m_k/E_Q[(P/Q)^k] grows towards 1 with k: once 4m_k ≥ 2e^{(k−1)ε(k)} for a few
