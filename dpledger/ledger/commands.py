@@ -139,7 +139,7 @@ def verify(args: argparse.Namespace) -> int:
 
 def init_db(args: argparse.Namespace) -> int:
     """`dpledger ledger init-db`: install the schema and roles, grant users."""
-    from dpledger.ledger.pgstore import init_db
+    from dpledger.ledger.pgconnect import init_db
 
     grant = {"owner": args.owner, "analyst": args.analyst, "auditor": args.auditor}
     for line in init_db(args.url, grant={k: v for k, v in grant.items() if v}):

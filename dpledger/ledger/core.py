@@ -18,7 +18,6 @@ receipt, verified on open from a checkpoint (docs/ledger.md).
 
 from __future__ import annotations
 
-import datetime as _dt
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -65,6 +64,7 @@ from dpledger.ledger.receipts import (
     as_event,
     check_adjacency,
     check_label,
+    new_body,
     principal,
     receipt_from_body,
     shown_down,
@@ -310,27 +310,6 @@ class Ledger:
     def _planned(self, body: dict[str, Any]) -> PlannedFilter:
         return planned_filter(self.epsilon, self.delta, body)
 
-    def _body(
-        self, kind: str, event: ev.Event, label: str | None, new: _State, seq: int
-    ) -> dict[str, Any]:
-        filt = new.filter
-        charge = list(filt.shown_cost(event)) if kind == "spend" else []
-        shown = filt.shown(new.total)
-        eps, delta = (0.0, 0.0) if not any(new.total) else filt.guarantee(shown)
-        return {
-            "seq": seq,
-            "kind": kind,
-            "event": ev.to_dict(event),
-            "label": label,
-            "currency": filt.budget_type.currency,
-            "charge": charge,
-            "total": list(shown),
-            "epsilon": eps,
-            "delta": delta,
-            "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-            "principal": {**principal(), **(self._store.identity() if self._store else {})},
-        }
-
     def _install(self, body: dict[str, Any], digest: str, event: ev.Event, state: _State) -> None:
         self._state = state
         if not isinstance(state.filter, AutoFilter):
@@ -424,16 +403,9 @@ class Ledger:
         built_on: list[Tip] = []
 
         def build(new: list[Row], previous: str, head: Tip | None = None) -> Entry:
-            if head is None:
-                self._absorb(new)  # what other handles committed first
-                before, seq, spent = self._state, self._count(), self._spent
-                quota_totals = self._quota_totals
-            else:
-                # others spent since this handle last looked: build on the head's sealed
-                # state (verified by the store), and replay their receipts after the
-                # commit, outside the head's lock (see persistence.state_at)
-                before = persistence.state_at(self, head)
-                seq, spent, quota_totals = head.count, head.spent, dict(head.quotas)
+            # after what others committed first: replayed now, or (a database store under
+            # contention) the head's sealed state, their receipts replayed after the commit
+            before, seq, spent, quota_totals = persistence.base(self, new, head)
             draft = {"seq": seq, "kind": kind, **(extra or {})}
             state = self._transition(before, draft, event)
             if kind == "spend" and isinstance(before.filter, AutoFilter):
@@ -442,7 +414,8 @@ class Ledger:
                 extra_filter = {}
             shown_event = state.filter.composed if kind == "plan" else event  # type: ignore[attr-defined]
             body = {
-                **self._body(kind, shown_event, label, state, seq),
+                **new_body(kind, shown_event, label, state.filter, state.total, seq),
+                "principal": {**principal(), **(self._store.identity() if self._store else {})},
                 **(extra or {}),
                 **extra_filter,
             }

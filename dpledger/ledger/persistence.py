@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "URL_SCHEMES",
+    "NotAtHeadError",
     "attach",
+    "base",
+    "catch_up",
     "check_expected_head",
     "copy_ledger",
     "from_config",
@@ -46,6 +49,7 @@ __all__ = [
     "origin",
     "replay",
     "restore",
+    "state_at",
     "tip",
     "verify_all",
 ]
@@ -399,6 +403,21 @@ def state_at(ledger: Ledger, head: Tip) -> Any:
     if len(head.total) != len(filt.limit()) or not filt.within(head.total):
         raise NotAtHeadError
     return type(ledger._state)(filt, head.total)
+
+
+def base(
+    ledger: Ledger, new: list[Row], head: Tip | None
+) -> tuple[Any, int, tuple[float, float], dict[str, Total]]:
+    """(state, receipt number, spent, quota totals) a new receipt is built on.
+
+    After replaying ``new`` (what other handles committed first); or, given the sealed
+    ``head``, its state (:func:`state_at`) — the rows are replayed by :func:`catch_up`
+    after the commit.
+    """
+    if head is None:
+        ledger._absorb(new)
+        return ledger._state, ledger._count(), ledger._spent, ledger._quota_totals
+    return state_at(ledger, head), head.count, head.spent, dict(head.quotas)
 
 
 def catch_up(ledger: Ledger, rows: list[Row], head: Tip, seq: int) -> None:

@@ -1,6 +1,6 @@
 """The PostgreSQL schema of team ledgers: tables, the check-and-debit trigger, roles, grants.
 
-Installed (idempotently) by ``dpledger ledger init-db URL`` (:func:`dpledger.ledger.pgstore.
+Installed (idempotently) by ``dpledger ledger init-db URL`` (:func:`dpledger.ledger.pgconnect.
 init_db`). Everything lives in the schema ``dpledger``, owned by the role
 ``dpledger_keeper``, which cannot log in and of which no one is a member; the functions
 that move a ledger's head run as that role (``SECURITY DEFINER``). Three roles that

@@ -28,7 +28,6 @@ error, never a hang.
 from __future__ import annotations
 
 import contextlib
-import decimal
 import hmac
 import json
 import os
@@ -37,7 +36,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from dpledger._public import namespace
 from dpledger.errors import (
@@ -69,61 +67,16 @@ from dpledger.ledger.chain import (
     verify_rows,
 )
 from dpledger.ledger.persistence import NotAtHeadError
-from dpledger.ledger.pgschema import SCHEMA_SQL
+from dpledger.ledger.pgconnect import (
+    TIMEOUT,
+    exact_decimal,
+    message,
+    parse_url,
+    psycopg_module,
+    timed,
+)
 
-__all__ = ["DEFAULT_LEDGER", "PostgresStore", "exact_decimal", "init_db", "parse_url"]
-
-DEFAULT_LEDGER = "default"
-"""The ledger a URL without ``?ledger=`` names."""
-
-_TIMEOUT = 30.0
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as error:
-        raise InvalidArgumentError(
-            "a postgresql:// ledger needs psycopg 3: pip install 'dpledger[postgres]' "
-            "(or pip install 'psycopg[binary]')."
-        ) from error
-    return psycopg
-
-
-def parse_url(url: str) -> tuple[str, str, str]:
-    """(libpq conninfo, ledger name, URL as shown) of a ``postgresql://`` ledger URL.
-
-    Raises:
-        InvalidArgumentError: The URL holds a password, or names no valid ledger.
-    """
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError as error:
-        raise InvalidArgumentError(f"the ledger URL is malformed: {error}.") from None
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    if password is not None or any(k == "password" for k, _ in query):
-        raise InvalidArgumentError(
-            "the ledger URL must not contain a password (it would be stored in scripts and "
-            "shown in messages): give it in PGPASSWORD, ~/.pgpass or a service file."
-        )
-    names = [v for k, v in query if k == "ledger"]
-    if len(names) > 1:
-        raise InvalidArgumentError("the ledger URL names more than one `ledger`.")
-    name = names[0] if names else DEFAULT_LEDGER
-    if not 1 <= len(name) <= 200 or not name.isprintable():
-        raise InvalidArgumentError(
-            f"`ledger` in the URL must be 1 to 200 printable characters. Found {name!r}."
-        )
-    rest = [(k, v) for k, v in query if k != "ledger"]
-    conninfo = urlunsplit(parts._replace(query=urlencode(rest, safe="/")))
-    shown = urlunsplit(parts._replace(query=urlencode([*rest, ("ledger", name)], safe="/")))
-    return conninfo, name, shown
-
-
-def exact_decimal(value: float) -> str:
-    """The exact decimal expansion of a float (what ``numeric`` stores)."""
-    return format(decimal.Decimal(value), "f")
+__all__ = ["PostgresStore"]
 
 
 def _texts(values: Exact) -> tuple[list[str], list[str]]:
@@ -134,49 +87,6 @@ def _texts(values: Exact) -> tuple[list[str], list[str]]:
 def _exact(nums: Any, dens: Any) -> Exact:
     pairs = zip(nums, dens, strict=True)
     return tuple(Fraction(decimal_int(str(n)), decimal_int(str(d))) for n, d in pairs)
-
-
-def _message(error: Any) -> str:
-    diag = getattr(error, "diag", None)
-    primary = getattr(diag, "message_primary", None) if diag is not None else None
-    if primary:
-        return str(primary)
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
-
-
-_CLASSES: dict[int, Any] = {}
-
-
-def _timed(psycopg: Any) -> Any:
-    """Psycopg's Connection whose every wait for the server is bounded by ``op_timeout``."""
-    found = _CLASSES.get(id(psycopg))
-    if found is None:
-
-        class TimedConnection(psycopg.Connection):  # type: ignore[misc]
-            """A stopped server gives an error after ``op_timeout`` seconds, not a hang."""
-
-            op_timeout: float = _TIMEOUT
-
-            def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
-                bound = self.op_timeout if timeout is None else timeout
-                try:
-                    return super().wait(gen, interval=interval, timeout=bound)
-                except psycopg.OperationalError:
-                    # a statement given up on may still be running in the server (waiting
-                    # for the head, say) and commit later: ask the server to cancel it
-                    # before the caller drops the connection
-                    if self.pgconn.transaction_status == psycopg.pq.TransactionStatus.ACTIVE:
-                        cancel = getattr(self, "cancel_safe", None)
-                        with contextlib.suppress(Exception):
-                            if cancel is not None:
-                                cancel(timeout=min(5.0, bound))
-                            else:
-                                self.cancel()
-                    raise
-
-        found = _CLASSES[id(psycopg)] = TimedConnection
-    return found
 
 
 class PostgresStore:
@@ -192,7 +102,7 @@ class PostgresStore:
     def __init__(
         self, url: str, key: bytes | None = None, *, readonly: bool = False, create: bool = True
     ) -> None:
-        self._psycopg = _psycopg()
+        self._psycopg = psycopg_module()
         self._conninfo, self.name, self.url = parse_url(url)
         self._key = key
         self.readonly = readonly
@@ -201,7 +111,7 @@ class PostgresStore:
         self._conn: Any = None
         self._pid = -1
         self._user = ""
-        self.timeout = float(os.environ.get("DPLEDGER_PG_TIMEOUT", _TIMEOUT))
+        self.timeout = float(os.environ.get("DPLEDGER_PG_TIMEOUT", TIMEOUT))
         # the head this handle last wrote or read: (count, hash, the checkpoint its sealed
         # state keeps, None for no state yet); a spend that follows it tries one round trip
         self._known_head: tuple[int, str, Tip | None] | None = None
@@ -242,7 +152,7 @@ class PostgresStore:
         if "application_name" not in params:
             extra["application_name"] = "dpledger"
         with self._translated("connecting to"):
-            conn = _timed(psycopg).connect(self._conninfo, **extra)
+            conn = timed(psycopg).connect(self._conninfo, **extra)
             conn.op_timeout = timeout
             try:
                 user, durable = conn.execute(
@@ -269,7 +179,7 @@ class PostgresStore:
         try:
             yield
         except psycopg.Error as error:
-            text = _message(error)
+            text = message(error)
             state = getattr(error, "sqlstate", None)
             where = f"the ledger {self.name!r} at {self.url!r}"
             if state == "DPL01":
@@ -820,45 +730,6 @@ class PostgresStore:
                         (self.name, name, canonical(filt), nums, dens),
                     )
         return self.quotas()[name]
-
-
-def init_db(url: str, *, grant: dict[str, list[str]] | None = None) -> list[str]:
-    """Install (or update) the dpledger schema, roles and grants in a database; idempotent.
-
-    Args:
-        url: A ``postgresql://`` URL of a database user allowed to create roles and
-            schemas (a superuser, or the database's owner with CREATEROLE).
-        grant: Optional ``{"owner": [...], "analyst": [...], "auditor": [...]}``: existing
-            database users to make members of ``dpledger_owner``, ``dpledger_analyst`` and
-            ``dpledger_auditor``.
-
-    Returns:
-        What was done, one line each.
-    """
-    psycopg = _psycopg()
-    conninfo, _, shown = parse_url(url)
-    done = []
-    try:
-        with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext('dpledger init-db'))")
-                conn.execute(SCHEMA_SQL)
-            done.append(f"schema dpledger installed in {shown}")
-            for role, users in (grant or {}).items():
-                for user in users:
-                    conn.execute(
-                        psycopg.sql.SQL("GRANT {} TO {}").format(
-                            psycopg.sql.Identifier(f"dpledger_{role}"),
-                            psycopg.sql.Identifier(user),
-                        )
-                    )
-                    done.append(f"{user} is a member of dpledger_{role}")
-    except psycopg.Error as error:
-        raise InvalidArgumentError(
-            f"installing the dpledger schema in {shown} failed: {_message(error)} (run it as "
-            "a database superuser, or the database owner with CREATEROLE)."
-        ) from None
-    return done
 
 
 __dir__ = namespace(__all__)

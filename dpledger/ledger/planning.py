@@ -94,16 +94,14 @@ def noise_generator(rng: Any, ledger: Ledger | None, salt: int = 0) -> np.random
     reproducible experiments), the stream is derived from it *and* from the shared
     ledger's position (its head: receipt count and hash), so two fits drawing on one
     ledger never draw the same noise — not even clones whose Generator ``sklearn.clone``
-    deep-copied with its state, as in cross-validation. On a ledger kept in a file or a
-    database a number the store hands out once each (:meth:`nonce`) is mixed in too:
-    two processes opening at one head with one seed (two analysts of a team) still draw
-    different noise; a fresh file hands out 0, 1, 2, ..., so a seeded script rerun on a
-    fresh ledger still draws the same noise. Identical noise in two releases
-    would publish the difference of their statistics without noise and void every
-    composition theorem. A Generator passed in is advanced (a draw of its seed), so
-    successive fits with one Generator differ too. On a per-fit ledger (``ledger`` None)
-    there is no shared position: a repeat of the same seed material in this process is
-    warned about (:class:`~dpledger.errors.RepeatedNoiseWarning`).
+    deep-copied with its state, as in cross-validation; on a file or database ledger also
+    a number its store hands out once each, so two processes at one head with one seed
+    differ too (a fresh file hands out 0, 1, 2, …: a seeded rerun still repeats).
+    Identical noise in two releases would publish the difference of their statistics
+    without noise and void every composition theorem. A Generator passed in is advanced
+    (a draw of its seed), so successive fits with one Generator differ too. On a per-fit
+    ledger (``ledger`` None) there is no shared position: a repeat of the same seed
+    material in this process is warned about (:class:`~dpledger.errors.RepeatedNoiseWarning`).
     """
     if rng is None:
         return resolve_rng(None)

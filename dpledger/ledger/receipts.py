@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import getpass
 import os
 import socket
@@ -22,6 +23,7 @@ __all__ = [
     "as_event",
     "check_adjacency",
     "check_label",
+    "new_body",
     "principal",
     "receipt_from_body",
     "recordable",
@@ -112,6 +114,31 @@ def receipt_from_body(body: dict[str, Any], digest: str, event: ev.Event, filt: 
 
 
 _WHO: dict[str, Any] = {}
+
+
+def new_body(
+    kind: str, event: ev.Event, label: str | None, filt: Any, total: Any, seq: int
+) -> dict[str, Any]:
+    """A new receipt's body, without its principal, ``prev`` and extras.
+
+    Receipt ``seq`` of ``kind`` for ``event``, leaving the running total ``total`` in
+    ``filt``'s currency, with the guarantee that total gives (rounded up) and the time.
+    """
+    charge = list(filt.shown_cost(event)) if kind == "spend" else []
+    shown = filt.shown(total)
+    eps, delta = (0.0, 0.0) if not any(total) else filt.guarantee(shown)
+    return {
+        "seq": seq,
+        "kind": kind,
+        "event": ev.to_dict(event),
+        "label": label,
+        "currency": filt.budget_type.currency,
+        "charge": charge,
+        "total": list(shown),
+        "epsilon": eps,
+        "delta": delta,
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    }
 
 
 def principal() -> dict[str, Any]:

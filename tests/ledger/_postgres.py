@@ -157,7 +157,7 @@ def start_cluster(fsync: bool = False, **extra: str) -> tuple[Cluster | None, st
             "--no-instructions",
         )
         cluster.start()
-        from dpledger.ledger.pgstore import init_db
+        from dpledger.ledger.pgconnect import init_db
 
         for login in USERS:
             cluster.sql(f"CREATE ROLE {login} LOGIN")
