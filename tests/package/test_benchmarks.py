@@ -54,9 +54,10 @@ def test_every_benchmark_is_covered():
     assert scripts == set(SCRIPTS)
 
 
-#: quick modes that start a database cluster or fit dozens of models (several CPU-seconds
-#: each): slow tests, so the default run keeps within its CPU budget (README)
-SLOW_QUICK = {"ledger_team.py", "tuning.py"}
+#: quick modes that start a database cluster, fit dozens of models or run the peers'
+#: accountants side by side (several CPU-seconds each): slow tests, so the default run
+#: keeps within its CPU budget (README)
+SLOW_QUICK = {"ledger_team.py", "tuning.py", "accounting.py", "dpsgd.py"}
 
 
 @pytest.mark.parametrize(
