@@ -22,6 +22,7 @@ from dpledger.ledger.pgschema import SCHEMA_SQL
 __all__ = [
     "DEFAULT_LEDGER",
     "TIMEOUT",
+    "client_timeout",
     "exact_decimal",
     "init_db",
     "message",
@@ -35,6 +36,26 @@ DEFAULT_LEDGER = "default"
 
 TIMEOUT = 30.0
 """Seconds a client waits for the server (``DPLEDGER_PG_TIMEOUT``)."""
+
+
+def client_timeout() -> float:
+    """The client timeout: ``DPLEDGER_PG_TIMEOUT`` (seconds, 0.5 to 86,400) or 30 s."""
+    import math
+    import os
+
+    text = os.environ.get("DPLEDGER_PG_TIMEOUT")
+    if text is None:
+        return TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.5 <= value <= 86_400:
+        raise InvalidArgumentError(
+            "DPLEDGER_PG_TIMEOUT must be a number of seconds from 0.5 to 86400. "
+            f"Found {text!r}."
+        )
+    return value
 
 
 def psycopg_module() -> Any:

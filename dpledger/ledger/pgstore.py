@@ -68,7 +68,7 @@ from dpledger.ledger.chain import (
 )
 from dpledger.ledger.persistence import NotAtHeadError
 from dpledger.ledger.pgconnect import (
-    TIMEOUT,
+    client_timeout,
     exact_decimal,
     message,
     parse_url,
@@ -111,7 +111,7 @@ class PostgresStore:
         self._conn: Any = None
         self._pid = -1
         self._user = ""
-        self.timeout = float(os.environ.get("DPLEDGER_PG_TIMEOUT", TIMEOUT))
+        self.timeout = client_timeout()
         # the head this handle last wrote or read: (count, hash, the checkpoint its sealed
         # state keeps, None for no state yet); a spend that follows it tries one round trip
         self._known_head: tuple[int, str, Tip | None] | None = None

@@ -792,3 +792,10 @@ def test_pg_a_refusal_on_the_contended_path_hints_on_the_whole_history(pg_url):
     assert len(alice.receipts) == len(bob.receipts)
     alice.close()
     bob.close()
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "nan", "inf", "1e9"])
+def test_pg_a_bad_client_timeout_is_named(pg_url, monkeypatch, value):
+    monkeypatch.setenv("DPLEDGER_PG_TIMEOUT", value)
+    with pytest.raises(InvalidArgumentError, match="DPLEDGER_PG_TIMEOUT"):
+        dpl.Ledger(1.0, 0.0, path=pg_url("owner"))
