@@ -52,8 +52,7 @@ def client_timeout() -> float:
         value = math.nan
     if not 0.5 <= value <= 86_400:
         raise InvalidArgumentError(
-            "DPLEDGER_PG_TIMEOUT must be a number of seconds from 0.5 to 86400. "
-            f"Found {text!r}."
+            f"DPLEDGER_PG_TIMEOUT must be a number of seconds from 0.5 to 86400. Found {text!r}."
         )
     return value
 
