@@ -145,7 +145,12 @@ class PostgresStore:
             return conn
         psycopg = self._psycopg
         timeout = self.timeout
-        params = psycopg.conninfo.conninfo_to_dict(self._conninfo)
+        try:
+            params = psycopg.conninfo.conninfo_to_dict(self._conninfo)
+        except psycopg.Error as error:
+            raise InvalidArgumentError(
+                f"the ledger URL {self.url!r} is not one libpq accepts: {message(error)}."
+            ) from None
         extra: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in params:
             extra["connect_timeout"] = max(2, int(timeout))
@@ -163,7 +168,7 @@ class PostgresStore:
                     conn.execute("SET synchronous_commit = on")
                 # a wait for the head longer than this fails in the server (nothing is
                 # written), before the client's own timeout gives up on the statement
-                lock_ms = max(500, int(timeout * 800))
+                lock_ms = max(100, int(timeout * 800))
                 conn.execute(f"SET lock_timeout = {lock_ms}")
             except BaseException:
                 conn.close()

@@ -29,10 +29,7 @@ exactly, so "calibrated" and "accepted" can never disagree.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import threading
-import warnings
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -40,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpledger._public import namespace
-from dpledger._rng import check_rng, resolve_rng
+from dpledger._rng import check_rng
 from dpledger._solve import NoSafeValueError, smallest_satisfying
 from dpledger._validation import check_choice, check_positive, check_probability
 from dpledger.accountant import METHODS
@@ -52,7 +49,6 @@ from dpledger.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
     NotApplicableError,
-    RepeatedNoiseWarning,
     UnboundedLossError,
 )
 from dpledger.ledger.filters import (
@@ -66,6 +62,7 @@ from dpledger.ledger.filters import (
 )
 from dpledger.ledger.planned import PlannedFilter, schedule_runs
 from dpledger.ledger.receipts import Receipt, as_event, check_adjacency, check_label
+from dpledger.ledger.seeding import noise_generator
 
 if TYPE_CHECKING:
     from dpledger.ledger.core import Ledger
@@ -74,7 +71,7 @@ __all__ = [
     "Repeat",
     "Reservation",
     "check_schedule",
-    "noise_generator",
+    "noise_generator",  # from .seeding, where it lives
     "plan_schedule",
     "price_schedule",
     "reserve",
@@ -82,57 +79,6 @@ __all__ = [
 
 Schedule = Sequence[Any]
 Make = Callable[[float], Schedule]
-
-_USED_SEEDS: set[str] = set()
-_USED_LOCK = threading.Lock()
-
-
-def noise_generator(rng: Any, ledger: Ledger | None, salt: int = 0) -> np.random.Generator:
-    """The generator a schedule draws its noise from (derived once its releases are checked).
-
-    Without ``rng``: a fresh OS-seeded generator. With a seed or a Generator (for
-    reproducible experiments), the stream is derived from it *and* from the shared
-    ledger's position (its head: receipt count and hash), so two fits drawing on one
-    ledger never draw the same noise — not even clones whose Generator ``sklearn.clone``
-    deep-copied with its state, as in cross-validation; on a file or database ledger also
-    a number its store hands out once each, so two processes at one head with one seed
-    differ too (a fresh file hands out 0, 1, 2, …: a seeded rerun still repeats).
-    Identical noise in two releases would publish the difference of their statistics
-    without noise and void every composition theorem. A Generator passed in is advanced
-    (a draw of its seed), so successive fits with one Generator differ too. On a per-fit
-    ledger (``ledger`` None) there is no shared position: a repeat of the same seed
-    material in this process is warned about (:class:`~dpledger.errors.RepeatedNoiseWarning`).
-    """
-    if rng is None:
-        return resolve_rng(None)
-    if isinstance(rng, np.random.Generator):
-        material = [int(v) for v in rng.integers(0, 2**63 - 1, size=4)]
-    else:
-        material = [int(resolve_rng(rng).integers(0, 2**63 - 1))]
-    if ledger is not None:
-        count, digest = ledger.head
-        material += [int(count), int(hashlib.sha256(digest.encode()).hexdigest()[:15], 16)]
-        if salt:  # another reservation of this ledger object opened at the same position
-            material.append(int(salt))
-        if ledger._store is not None:
-            # another process (another analyst, on a shared ledger) may open at this very
-            # head with the same seed: the store hands each opening its own number
-            material += [0x6E6F6E6365, int(ledger._store.nonce())]  # "nonce", then it
-    else:
-        key = repr(material)
-        with _USED_LOCK:
-            repeated = key in _USED_SEEDS
-            _USED_SEEDS.add(key)
-        if repeated:
-            warnings.warn(
-                "this fit's seed repeats noise an earlier fit in this process already drew "
-                "(the same int seed, or a copied Generator, on a per-fit ledger): releases "
-                "with identical noise publish the difference of their statistics. Use a new "
-                "seed per fit, rng=None, or a shared ledger (its position enters the seed).",
-                RepeatedNoiseWarning,
-                stacklevel=5,
-            )
-    return np.random.default_rng(np.random.SeedSequence(material))
 
 
 class Repeat(Sequence[Any]):

@@ -486,7 +486,13 @@ class LedgerStore:
             return 0
         with self._transaction(immediate=True) as conn:
             found = conn.execute("SELECT value FROM meta WHERE key='nonce'").fetchone()
-            value = int(found[0]) if found is not None and str(found[0]).isdigit() else 0
+            text = "0" if found is None else str(found[0])
+            if not (text.isascii() and text.isdigit() and len(text) <= 30):
+                # handing out numbers again could repeat a noise stream: never reset
+                raise LedgerIntegrityError(
+                    f"{self.path}: the ledger's noise counter was modified (found {text[:40]!r})."
+                )
+            value = int(text)
             conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('nonce', ?)", (str(value + 1),)
             )

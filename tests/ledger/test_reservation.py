@@ -8,7 +8,7 @@ import pytest
 import dpledger as dpl
 from dpledger import events as ev
 from dpledger import mechanisms
-from dpledger.errors import InvalidArgumentTypeError
+from dpledger.errors import InvalidArgumentTypeError, LedgerIntegrityError
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpledger.errors.FloatingPointWarning")
 
@@ -100,8 +100,9 @@ def test_two_processes_at_one_head_of_a_file_ledger_with_one_seed_draw_different
 def test_a_seeded_script_rerun_on_a_fresh_file_ledger_draws_the_same_noise(tmp_path):
     """The store's numbers are 0, 1, 2, ... on a fresh file: seeded runs stay reproducible."""
     draws = []
-    for run in range(2):
-        path = tmp_path / f"fresh-{run}.ledger"
+    path = tmp_path / "fresh.ledger"
+    for _ in range(2):
+        path.unlink(missing_ok=True)  # the script starts from a fresh ledger each time
         with dpl.Ledger(5.0, 1e-5, path=path) as ledger:
             reservation = ledger.reserve(
                 lambda p: [mechanisms.Gaussian(p, safe=False)] * 2, epsilon=1.0, delta=1e-6, rng=11
@@ -115,3 +116,35 @@ def test_two_analysts_at_one_head_of_a_database_ledger_with_one_seed_draw_differ
 ):
     dpl.Ledger(5.0, 1e-5, path=pg_url("owner")).close()
     assert _two_analysts_same_seed(pg_url("alice"), pg_url("bob")) != pytest.approx(10.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("persisted", [False, True])
+def test_sibling_parts_of_a_partition_with_one_seed_draw_different_noise(tmp_path, persisted):
+    """Every part's ledger starts at one head (same budget, same genesis; fresh files):
+    the part itself enters the stream, or the parts' noisy answers would differ by exactly
+    the difference of their statistics."""
+    import pandas as pd
+
+    table = pd.DataFrame({"region": ["north", "south"] * 5, "x": range(10)})
+    path = tmp_path / "study.ledger" if persisted else None
+    with dpl.Ledger(2.0, 1e-6, accountant="zcdp", path=path) as ledger:
+        parts = ledger.partition(table, by="region", parts=["north", "south"])
+        make = lambda p: [mechanisms.Gaussian(p, safe=False)]  # noqa: E731
+        answers = [
+            parts[v].ledger.reserve(make, epsilon=0.5, delta=1e-6, rng=7).release(value)
+            for v, value in (("north", 10.0), ("south", 35.0))
+        ]
+    assert answers[1] - answers[0] != pytest.approx(25.0, abs=1e-9)
+
+
+def test_a_modified_noise_counter_is_refused_never_reset(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "counter.ledger"
+    dpl.Ledger(5.0, 1e-5, path=path).close()
+    make = lambda p: [mechanisms.Gaussian(p, safe=False)]  # noqa: E731
+    for bad in ["abc", "-1", "²", "9" * 4400]:
+        with sqlite3.connect(path) as conn:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('nonce', ?)", (bad,))
+        with dpl.Ledger.open(path) as ledger, pytest.raises(LedgerIntegrityError, match="noise"):
+            ledger.reserve(make, epsilon=0.5, delta=1e-6, rng=7).open()

@@ -722,7 +722,9 @@ def test_pg_an_edited_receipt_is_refused_before_anything_is_written(pg_cluster, 
     bob.close()
 
 
-def test_pg_a_spend_given_up_on_is_never_committed_later(pg_cluster, pg_url, monkeypatch):
+def test_pg_a_spend_waiting_for_the_head_too_long_is_never_committed_later(
+    pg_cluster, pg_url, monkeypatch
+):
     """The head held by another session beyond the timeout: the lone spender's statement
     fails in the server (lock_timeout, 0.8 × the client timeout) with a dpledger error
     saying nothing was recorded — and nothing is, even after the other session lets go."""
@@ -799,3 +801,9 @@ def test_pg_a_bad_client_timeout_is_named(pg_url, monkeypatch, value):
     monkeypatch.setenv("DPLEDGER_PG_TIMEOUT", value)
     with pytest.raises(InvalidArgumentError, match="DPLEDGER_PG_TIMEOUT"):
         dpl.Ledger(1.0, 0.0, path=pg_url("owner"))
+
+
+def test_pg_a_url_libpq_refuses_is_a_named_error(pg_cluster):
+    url = pg_cluster.url("alice", "x").replace("&ledger=", "&sslmod=require&ledger=")
+    with pytest.raises(InvalidArgumentError, match="not one libpq accepts"):
+        dpl.Ledger.open(url)
