@@ -190,7 +190,6 @@ class PostgresStore:
             if state == "DPL01":
                 raise BudgetExceededError(f"{text}.") from None
             if isinstance(error, errors.LockNotAvailable):
-                self._rollback_quietly()
                 raise LedgerIntegrityError(
                     f"{where}: the ledger's head stayed locked by other spends for longer "
                     f"than {0.8 * self.timeout:g} s while {action}; nothing was recorded "
@@ -224,12 +223,6 @@ class PostgresStore:
             raise LedgerIntegrityError(
                 f"{where}: the database failed while {action}: {text}."
             ) from (None)
-
-    def _rollback_quietly(self) -> None:
-        conn = self._conn
-        if conn is not None and not conn.closed and not conn.broken:
-            with contextlib.suppress(Exception):  # the error being raised says what failed
-                conn.execute("ROLLBACK")
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
